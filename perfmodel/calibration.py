@@ -1,0 +1,97 @@
+"""Calibration: the few constants the timing model needs beyond the spec sheet, measured by ``perfmodel probe``.
+
+Without a calibration file the values are derived from the spec (datasheet bandwidths, latencies from the
+microbenchmark literature), so every GPU has a prediction; with one, the GPU's own microbenchmarks are used.
+Calibration files are YAML with a ``provenance`` block and a ``values`` block (keys = the fields below).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from perfmodel.errors import InputError
+from perfmodel.gpu import GPUSpec
+
+
+@dataclass(frozen=True)
+class Calibration:
+    source: str                      # "spec" or the file it came from
+    dram_bw_bps: float               # achievable DRAM bandwidth, bytes read + written per second
+    l2_bw_bps: float                 # achievable L2 bandwidth
+    smem_wavefronts_per_clk: float   # shared-memory wavefronts per clock per SM (1.0 = 128 B/clk)
+    fp32_lanes_per_clk: float        # FP32 lanes per clock per SM actually sustained
+    sfu_lanes_per_clk: float         # MUFU (ex2) lanes per clock per SM
+    iter_cycles: float               # one warp's dependent dot-product step (2 LDS + FFMA), no conflicts
+    conflict_cycles: float           # extra cycles on a warp's path per extra (conflict) wavefront
+    fp32_latency_cycles: float
+    sfu_latency_cycles: float
+    gmem_latency_cycles: float       # a global round trip on a warp's path (L2 hit or DRAM)
+    sync_cycles: float               # one __syncthreads
+    launch_overhead_s: float         # fixed cost of a launch seen by CUDA events
+    overlap_p: float                 # p of the p-norm joining latency and throughput times (large = max)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def from_spec(gpu: GPUSpec) -> Calibration:
+    """Defaults from the spec sheet alone."""
+    return Calibration(
+        source="spec",
+        dram_bw_bps=gpu.dram_bw,
+        l2_bw_bps=gpu.l2_bw,
+        smem_wavefronts_per_clk=gpu.smem_bytes_per_clk_per_sm / (gpu.smem_banks * gpu.smem_bank_width_bytes),
+        fp32_lanes_per_clk=float(gpu.fp32_lanes_per_sm),
+        sfu_lanes_per_clk=float(gpu.sfu_ops_per_clk_per_sm),
+        # two loads in flight per step, unrolled 4 ways: latency amortised over 4 steps, FFMAs dependent
+        iter_cycles=gpu.smem_latency_cycles / 4 + gpu.fp32_latency_cycles,
+        conflict_cycles=1.0,
+        fp32_latency_cycles=gpu.fp32_latency_cycles,
+        sfu_latency_cycles=gpu.sfu_latency_cycles,
+        gmem_latency_cycles=gpu.l2_latency_cycles,
+        sync_cycles=2 * gpu.smem_latency_cycles,
+        launch_overhead_s=gpu.launch_overhead_us * 1e-6 / 2,
+        overlap_p=4.0,
+    )
+
+
+_FIELDS = {f.name for f in dataclasses.fields(Calibration)} - {"source"}
+
+
+def load(path: str | Path, gpu: GPUSpec) -> Calibration:
+    """A calibration file; fields it lacks keep their spec-derived values."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise InputError(f"calibration file not found: {path}") from None
+    except yaml.YAMLError:
+        raise InputError(f"{path}: malformed YAML") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("values"), dict):
+        raise InputError(f"{path}: expected a 'values' mapping")
+    values = raw["values"]
+    unknown = sorted(set(values) - _FIELDS)
+    if unknown:
+        raise InputError(f"{path}: unknown calibration field '{unknown[0]}'")
+    for k, v in values.items():
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0:
+            raise InputError(f"{path}: calibration field '{k}' must be a positive number, got {v!r}")
+    return dataclasses.replace(from_spec(gpu), source=str(path), **{k: float(v) for k, v in values.items()})
+
+
+def builtin_path(gpu: GPUSpec) -> Path | None:
+    """The shipped calibration for this GPU (gpus/calibration/<key>.yaml), if any."""
+    p = Path(str(resources.files("perfmodel.gpus"))) / "calibration" / f"{gpu.key}.yaml"
+    return p if p.exists() else None
+
+
+def resolve(gpu: GPUSpec, path: str | Path | None = None, use_builtin: bool = True) -> Calibration:
+    if path is not None:
+        return load(path, gpu)
+    found = builtin_path(gpu) if use_builtin else None
+    return load(found, gpu) if found else from_spec(gpu)

@@ -1,0 +1,137 @@
+"""The command line. Thin: parse, call the model, hand the result to report/plot. Data to stdout, messages to
+stderr, exit 2 with one line for bad input."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from perfmodel import calibration, gpu as gpu_mod, kernels, model, report
+from perfmodel.errors import InputError
+from perfmodel.problem import make_config
+
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+err = Console(stderr=True, highlight=False)
+
+
+class Group(click.Group):
+    """A click group whose errors are one line and exit 2, never a traceback."""
+
+    def main(self, args=None, prog_name=None, **kwargs):
+        try:
+            rv = super().main(args=args, prog_name=prog_name or "perfmodel", standalone_mode=False, **kwargs)
+        except InputError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        except click.UsageError as exc:
+            click.echo(f"error: {exc.format_message()}", err=True)
+            sys.exit(2)
+        except click.exceptions.Abort:
+            click.echo("aborted", err=True)
+            sys.exit(130)
+        except click.ClickException as exc:
+            click.echo(f"error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="perfmodel")
+def main():
+    """Predict, measure and validate FlashAttention kernel performance on NVIDIA GPUs."""
+
+
+def problem_options(f):
+    """--B --H --N --d --Br --Bc --threads --pad --dtype, taken as text and validated by make_config."""
+    opts = [
+        click.option("--threads", default=None, help="threads per block (fa2; fa1 runs Br threads)"),
+        click.option("--pad", default=None, type=int, help="words of padding per shared row (fa2, default 1)"),
+        click.option("--dtype", default="fp32", show_default=True, help="element type"),
+        click.option("--Bc", "Bc", required=True, help="K/V tile rows"),
+        click.option("--Br", "Br", required=True, help="Q tile rows"),
+        click.option("--d", "d", default="32", show_default=True, help="head dimension"),
+        click.option("--N", "N", required=True, help="sequence length"),
+        click.option("--H", "H", default="4", show_default=True, help="heads"),
+        click.option("--B", "B", default="1", show_default=True, help="batch"),
+        click.option("--kernel", default="fa1", show_default=True, help=f"one of {', '.join(kernels.KERNELS)}"),
+    ]
+    for o in opts:
+        f = o(f)
+    return f
+
+
+def gpu_option(f):
+    return click.option("--gpu", "gpu_name", required=True, help="built-in name or alias, or a YAML file")(f)
+
+
+@main.command()
+@gpu_option
+@problem_options
+@click.option("--model", "which", type=click.Choice(["perfmodel", "seed"]), default="perfmodel", show_default=True,
+              help="our mechanistic model, or the seed report's baseline")
+@click.option("--calibration", "cal_path", default=None, help="calibration YAML (default: the shipped one, if any)")
+@click.option("--regs", default=None, type=int, help="registers per thread (default: the kernel's measured value)")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object")
+def predict(gpu_name, kernel, B, H, N, d, Br, Bc, dtype, pad, threads, which, cal_path, regs, as_json):
+    """Predict one kernel launch: counts, per-resource times, the bound, and the roofline time."""
+    spec = gpu_mod.resolve(gpu_name)
+    cfg = make_config(kernel, B, H, N, d, Br, Bc, threads=threads, pad=pad, dtype=dtype)
+    if which == "seed":
+        kernels.get(kernel).check(spec, cfg.B, cfg.H, cfg.N, cfg.d, cfg.Br, cfg.Bc, threads=cfg.threads, pad=cfg.pad)
+        result = report.seed_dict(spec, cfg, model.predict_seed(spec, cfg))
+    else:
+        cal = calibration.resolve(spec, cal_path)
+        result = report.prediction_dict(spec, cfg, model.predict(spec, cfg, cal, regs=regs), cal)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        report.render_prediction(out, result)
+
+
+@main.group(invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def gpus(ctx, as_json):
+    """List the built-in GPU specs (`gpus show NAME` prints one)."""
+    if ctx.invoked_subcommand:
+        return
+    specs = [gpu_mod.load_spec_file(p) for p in gpu_mod.builtin_specs().values()]
+    if as_json:
+        click.echo(json.dumps([{"key": s.key, "name": s.name, "aliases": list(s.aliases), "sm_count": s.sm_count,
+                                "fp32_tflops": s.fp32_tflops, "dram_bw_gbps": s.dram_bw_gbps} for s in specs],
+                              indent=2))
+        return
+    t = Table(show_edge=False)
+    for col in ("name", "GPU", "aliases", "CC", "SMs", "FP32 TFLOP/s", "DRAM GB/s", "L2", "smem/SM"):
+        t.add_column(col)
+    for s in specs:
+        t.add_row(s.key, s.name, ", ".join(s.aliases), s.compute_capability, str(s.sm_count), f"{s.fp32_tflops:g}",
+                  f"{s.dram_bw_gbps:g}", report.si(s.l2_bytes, "B"), report.si(s.smem_per_sm_bytes, "B"))
+    out.print(t)
+
+
+@gpus.command("show")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True)
+def gpus_show(name, as_json):
+    """Print one GPU spec (a built-in name, alias, or YAML path)."""
+    spec = gpu_mod.resolve(name)
+    data = spec.to_dict()
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    t = Table(title=f"{spec.name} ({spec.path})", title_justify="left", show_edge=False)
+    t.add_column("field")
+    t.add_column("value")
+    for k, v in data.items():
+        if k in ("sources", "key", "path") or v is None:
+            continue
+        t.add_row(k, ", ".join(v) if isinstance(v, tuple) else str(v))
+    out.print(t)
+    out.print("sources:")
+    for s in spec.sources:
+        out.print(f"  - {s}")

@@ -1,0 +1,259 @@
+"""GPU specifications: YAML files, one schema, one loader.
+
+Every key carries its unit in its name (``_mhz``, ``_bytes``, ``_gbps`` = 1e9 B/s, ``_tflops`` = 1e12 FLOP/s,
+``_cycles`` = SM clock cycles). Units are converted once, here, into the properties of :class:`GPUSpec`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from perfmodel.errors import InputError
+
+# field -> (python type, required). Every numeric field must be > 0.
+_SCHEMA: dict[str, tuple[type, bool]] = {
+    "name": (str, True),
+    "aliases": (list, False),
+    "arch": (str, True),
+    "compute_capability": (str, True),
+    "sources": (list, True),
+    "sm_count": (int, True),
+    "clock_boost_mhz": (float, True),
+    "clock_tensor_mhz": (float, False),
+    "fp32_lanes_per_sm": (int, True),
+    "sfu_ops_per_clk_per_sm": (int, True),
+    "lsu_lanes_per_clk_per_sm": (int, True),
+    "fp32_tflops": (float, True),
+    "tensor_fp16_tflops": (float, False),
+    "tensor_bf16_tflops": (float, False),
+    "tensor_tf32_tflops": (float, False),
+    "tensor_fp8_tflops": (float, False),
+    "dram_bytes": (int, True),
+    "dram_bw_gbps": (float, True),
+    "l2_bytes": (int, True),
+    "l2_bw_gbps": (float, True),
+    "smem_per_sm_bytes": (int, True),
+    "smem_per_block_bytes": (int, True),
+    "smem_per_block_optin_bytes": (int, True),
+    "smem_reserved_per_block_bytes": (int, True),
+    "smem_alloc_granularity_bytes": (int, True),
+    "smem_bytes_per_clk_per_sm": (int, True),
+    "smem_banks": (int, True),
+    "smem_bank_width_bytes": (int, True),
+    "regs_per_sm": (int, True),
+    "regs_per_block": (int, True),
+    "max_regs_per_thread": (int, True),
+    "reg_alloc_granularity": (int, True),
+    "max_threads_per_sm": (int, True),
+    "max_warps_per_sm": (int, True),
+    "max_blocks_per_sm": (int, True),
+    "max_threads_per_block": (int, True),
+    "warp_size": (int, True),
+    "schedulers_per_sm": (int, True),
+    "fp32_latency_cycles": (float, True),
+    "sfu_latency_cycles": (float, True),
+    "smem_latency_cycles": (float, True),
+    "l2_latency_cycles": (float, True),
+    "dram_latency_cycles": (float, True),
+    "launch_overhead_us": (float, True),
+    "measured_dram_bw_gbps": (float, False),
+    "measured_l2_bw_gbps": (float, False),
+    "measured_fp32_tflops": (float, False),
+    "measured_smem_bw_gbps": (float, False),
+}
+# Fields that may legitimately be zero (a GPU without a driver reserve, say).
+_MAY_BE_ZERO = {"smem_reserved_per_block_bytes"}
+_DTYPE_TENSOR_FIELD = {"fp16": "tensor_fp16_tflops", "bf16": "tensor_bf16_tflops",
+                       "tf32": "tensor_tf32_tflops", "fp8": "tensor_fp8_tflops"}
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """A validated GPU spec. Raw YAML values are fields; SI-unit values are properties."""
+
+    key: str                      # file stem, e.g. "h100-sxm"
+    path: str
+    name: str
+    arch: str
+    compute_capability: str
+    sources: tuple[str, ...]
+    sm_count: int
+    clock_boost_mhz: float
+    fp32_lanes_per_sm: int
+    sfu_ops_per_clk_per_sm: int
+    lsu_lanes_per_clk_per_sm: int
+    fp32_tflops: float
+    dram_bytes: int
+    dram_bw_gbps: float
+    l2_bytes: int
+    l2_bw_gbps: float
+    smem_per_sm_bytes: int
+    smem_per_block_bytes: int
+    smem_per_block_optin_bytes: int
+    smem_reserved_per_block_bytes: int
+    smem_alloc_granularity_bytes: int
+    smem_bytes_per_clk_per_sm: int
+    smem_banks: int
+    smem_bank_width_bytes: int
+    regs_per_sm: int
+    regs_per_block: int
+    max_regs_per_thread: int
+    reg_alloc_granularity: int
+    max_threads_per_sm: int
+    max_warps_per_sm: int
+    max_blocks_per_sm: int
+    max_threads_per_block: int
+    warp_size: int
+    schedulers_per_sm: int
+    fp32_latency_cycles: float
+    sfu_latency_cycles: float
+    smem_latency_cycles: float
+    l2_latency_cycles: float
+    dram_latency_cycles: float
+    launch_overhead_us: float
+    aliases: tuple[str, ...] = ()
+    clock_tensor_mhz: float | None = None
+    tensor_fp16_tflops: float | None = None
+    tensor_bf16_tflops: float | None = None
+    tensor_tf32_tflops: float | None = None
+    tensor_fp8_tflops: float | None = None
+    measured_dram_bw_gbps: float | None = None
+    measured_l2_bw_gbps: float | None = None
+    measured_fp32_tflops: float | None = None
+    measured_smem_bw_gbps: float | None = None
+
+    # --- SI units, converted once -------------------------------------------------------------
+    @property
+    def clock_hz(self) -> float:
+        return self.clock_boost_mhz * 1e6
+
+    @property
+    def fp32_flops(self) -> float:
+        """Peak FP32 FLOP/s (an FMA counts 2)."""
+        return self.fp32_tflops * 1e12
+
+    @property
+    def dram_bw(self) -> float:
+        """DRAM bandwidth in B/s: the measured figure where the file has one, else the datasheet's."""
+        return (self.measured_dram_bw_gbps or self.dram_bw_gbps) * 1e9
+
+    @property
+    def dram_bw_peak(self) -> float:
+        return self.dram_bw_gbps * 1e9
+
+    @property
+    def l2_bw(self) -> float:
+        return (self.measured_l2_bw_gbps or self.l2_bw_gbps) * 1e9
+
+    @property
+    def smem_bw(self) -> float:
+        """Chip-wide shared-memory bandwidth in B/s (banks x width x clock x SMs)."""
+        return self.smem_bytes_per_clk_per_sm * self.sm_count * self.clock_hz
+
+    def tensor_flops(self, dtype: str) -> float | None:
+        field = _DTYPE_TENSOR_FIELD.get(dtype)
+        value = getattr(self, field) if field else None
+        return None if value is None else value * 1e12
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def _builtin_dir() -> Path:
+    return Path(str(resources.files("perfmodel.gpus")))
+
+
+def builtin_specs() -> dict[str, Path]:
+    """File stem -> path of every shipped spec."""
+    return {p.stem: p for p in sorted(_builtin_dir().glob("*.yaml"))}
+
+
+def _check(raw: object, where: str) -> dict:
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}: expected a mapping of fields, got {type(raw).__name__}")
+    unknown = sorted(set(raw) - set(_SCHEMA))
+    if unknown:
+        raise InputError(f"{where}: unknown field '{unknown[0]}'")
+    out = {}
+    for field, (typ, required) in _SCHEMA.items():
+        if field not in raw or raw[field] is None:
+            if required:
+                raise InputError(f"{where}: missing field '{field}'")
+            continue
+        value = raw[field]
+        if typ is float:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        elif typ is int:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        else:
+            ok = isinstance(value, typ)
+        if not ok:
+            raise InputError(f"{where}: field '{field}' must be {typ.__name__}, got {value!r}")
+        if typ in (int, float):
+            if value < 0 or (value == 0 and field not in _MAY_BE_ZERO):
+                raise InputError(f"{where}: field '{field}' must be positive, got {value!r}")
+            value = typ(value)
+        if typ is list:
+            if not all(isinstance(v, str) for v in value):
+                raise InputError(f"{where}: field '{field}' must be a list of strings")
+            value = tuple(value)
+        out[field] = value
+    if not out["sources"]:
+        raise InputError(f"{where}: field 'sources' must list at least one source")
+    return out
+
+
+def load_spec_file(path: str | Path) -> GPUSpec:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise InputError(f"GPU spec file not found: {path}") from None
+    except OSError as exc:
+        raise InputError(f"cannot read GPU spec file {path}: {exc.strerror}") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" (line {mark.line + 1})" if mark is not None else ""
+        raise InputError(f"{path}: malformed YAML{line}") from None
+    return GPUSpec(key=path.stem, path=str(path), **_check(raw, str(path)))
+
+
+def _alias_table() -> dict[str, str]:
+    table: dict[str, str] = {}
+    for stem, path in builtin_specs().items():
+        table[stem] = stem
+        raw = yaml.safe_load(path.read_text()) or {}
+        for alias in raw.get("aliases", []) or []:
+            table[str(alias).lower()] = stem
+    return table
+
+
+def resolve(name_or_path: str) -> GPUSpec:
+    """A built-in name or alias (``h100``, ``rtx3090``) or a path to a YAML file."""
+    key = name_or_path.strip().lower()
+    table = _alias_table()
+    if key in table:
+        return load_spec_file(builtin_specs()[table[key]])
+    if key.replace("_", "-") in table:
+        return load_spec_file(builtin_specs()[table[key.replace("_", "-")]])
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml") or p.exists():
+        return load_spec_file(p)
+    raise InputError(f"unknown GPU '{name_or_path}'; known: {', '.join(builtin_specs())} (or a path to a YAML file)")
+
+
+def match_device_name(device_name: str) -> GPUSpec | None:
+    """The built-in spec whose ``name`` matches a CUDA device name (as recorded in a measurement row)."""
+    wanted = device_name.strip().lower()
+    for path in builtin_specs().values():
+        spec = load_spec_file(path)
+        if spec.name.lower() == wanted:
+            return spec
+    return None

@@ -1,0 +1,202 @@
+"""fa2: FlashAttention-2 loop order after seed 001 (one block per Q tile, O kept on chip, padded tiles).
+
+The kernel (csrc/fa2.cu): grid (ceil(N/Br), B*H), block (32, W) = ``threads`` threads; tx = lane, ty = warp.
+Shared tiles are padded: rows of Q, K, V, O have dp = d + pad words, rows of S have bcp = Bc + pad words.
+
+    Qs[r][x] <- Q (rows r < nr, zeros beyond), Os <- 0, m <- -inf, l <- 0           rows r = ty, ty+W, ...
+    for j in K/V tiles (nc valid rows):
+      P1  Ks[c][x], Vs[c][x] <- K, V       for c = ty (step W) < nc, x = tx (step 32) < d
+      P2  Ss[r][c] = scale * sum_x Qs[r][x]*Ks[c][x]     r = ty (step W) < Br, c = tx (step 32) < nc
+      P3  one thread per row (r = tid, step T): mx = max(m[r], Ss[r][:nc]); al[r] = e^(m[r]-mx); m[r] = mx
+      P4  Ss[r][c] = e^(Ss[r][c] - m[r])                 2-D, as P2
+      P5  one thread per row: l[r] = l[r]*al[r] + sum_c Ss[r][c]
+      P6  Os[r][x] = al[r]*Os[r][x] + sum_c Ss[r][c]*Vs[c][x]      r = ty (step W), x = tx (step 32) < d
+      (__syncthreads after P1, P2, P3, P4 and P6)
+    O[r][x] = Os[r][x] / l[r] for r < nr
+
+Lanes of a warp walk consecutive words except in P2 (Ks[c][x]: lane stride dp) and P3/P5 (Ss[r][c]: lane
+stride bcp), where padding decides the bank conflicts; Qs[r][x] in P2 and Ss[r][c] in P6 are broadcasts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from perfmodel import banks
+from perfmodel.counts import Counts
+from perfmodel.errors import InputError
+from perfmodel.gpu import GPUSpec
+from perfmodel.kernels.common import F32, WARP, arr, cdiv, l2_hit_fraction, over_warps, tiles
+from perfmodel.occupancy import blocks_per_sm
+
+NAME = "fa2"
+SOURCE = "fa2.cu"
+DESCRIPTION = "FlashAttention-2 order (seed 001): one block per (Q tile, b, h), 2-D block, O on chip, padded tiles"
+REGS_PER_THREAD = 32     # cudaFuncGetAttributes on the H100; one build serves every tile (run-time arguments)
+DEFAULT_THREADS = 128
+DEFAULT_PAD = 1
+PADDED = True
+
+
+def smem_bytes(d, Br, Bc, pad=DEFAULT_PAD):
+    """Qs, Os (Br x dp) + Ks, Vs (Bc x dp) + Ss (Br x bcp) + m, l, alpha (Br each), fp32."""
+    d, Br, Bc, pad = arr(d), arr(Br), arr(Bc), arr(pad)
+    dp, bcp = d + pad, Bc + pad
+    return (2 * Br * dp + 2 * Bc * dp + Br * bcp + 3 * Br) * F32
+
+
+def block_threads(Br, threads=DEFAULT_THREADS):
+    return arr(threads)
+
+
+def grid_blocks(B, H, N, Br):
+    return arr(B) * arr(H) * cdiv(N, Br)
+
+
+def _chunks(n):
+    """(number of 32-lane column chunks, lanes in the first chunk) for a loop x = tx (step 32) < n."""
+    n = arr(n)
+    return cdiv(n, WARP), np.minimum(n, WARP)
+
+
+def _sum_chunks(n, g):
+    """Sum of g(active lanes) over the column chunks of a loop x = tx (step 32) < n."""
+    n = arr(n)
+    return (n // WARP) * g(np.full_like(n, WARP)) + g(n % WARP)
+
+
+def _row_threads(R, T, g):
+    """Sum of g(active lanes) over warps of a loop r = tid (step T) < R (one thread per row)."""
+    R, T = arr(R), arr(T)
+    return (R // T) * over_warps(T, g) + over_warps(R % T, g)
+
+
+def _j_tile(d, Br, Bc, T, pad):
+    """Per-block counts of one K/V tile step with nc valid rows (vectorised over nc)."""
+    W = arr(T) // WARP
+    dp, bcp = arr(d) + arr(pad), arr(Bc) + arr(pad)
+    dch, _ = _chunks(d)
+
+    def f(nc):
+        live = nc > 0
+        nch, a0 = _chunks(nc)
+        # P1: K and V rows, 2-D, conflict-free consecutive words
+        p1 = dict(ldg=2 * nc * dch, sts=2 * nc * dch, st_wf=2 * nc * dch, st_bytes=2 * nc * d * F32,
+                  sectors=2 * nc * cdiv(d * F32, 32), other=2 * nc * dch)
+        # P2: S = Q K^T; Qs broadcast, Ks at lane stride dp
+        kwf = _sum_chunks(nc, lambda a: np.where(a > 0, banks.strided(dp, a), 0))
+        p2 = dict(lds=Br * nch * 2 * d, ld_wf=Br * d * (nch + kwf), fp32=Br * nch * (d + 1),
+                  sts=Br * nch, st_wf=Br * nch, ld_bytes=Br * F32 * d * (nc + nc), st_bytes=Br * nc * F32,
+                  other=Br * nch * d, fma=Br * nc * d, mul=Br * nc)
+        # P3 and P5: one thread per row, Ss at lane stride bcp
+        swf = lambda a: np.where(a > 0, banks.strided(bcp, a), 0)
+        rw = _row_threads(Br, T, lambda a: (a > 0).astype(np.int64))      # row-warps
+        rwf = _row_threads(Br, T, swf)
+        p3 = dict(lds=rw * (1 + nc), ld_wf=rw + nc * rwf, fp32=rw * (nc + 2), sfu=rw, sts=2 * rw, st_wf=2 * rw,
+                  ld_bytes=Br * (1 + nc) * F32, st_bytes=2 * Br * F32, other=rw * nc,
+                  cmp=Br * nc, add=Br, exp=Br)
+        p5 = dict(lds=rw * (nc + 2), ld_wf=nc * rwf + 2 * rw, fp32=rw * (nc + 1), sts=rw, st_wf=rw,
+                  ld_bytes=Br * (nc + 2) * F32, st_bytes=Br * F32, other=rw * nc, add=Br * nc, fma=Br)
+        # P4: exp, 2-D, consecutive words; m[r] read once per row and warp
+        p4 = dict(lds=Br * (1 + nch), ld_wf=Br * (1 + nch), fp32=Br * nch * 2, sfu=Br * nch, sts=Br * nch,
+                  st_wf=Br * nch, ld_bytes=Br * (1 + nc) * F32, st_bytes=Br * nc * F32, other=Br * nch,
+                  add=Br * nc, exp=Br * nc)
+        # P6: O = alpha*O + P V; Ss broadcast, Vs and Os consecutive
+        p6 = dict(lds=Br * (1 + dch * (2 * nc + 1)), ld_wf=Br * (1 + dch * (2 * nc + 1)),
+                  fp32=Br * dch * (nc + 1), sts=Br * dch, st_wf=Br * dch,
+                  ld_bytes=Br * F32 * (1 + d * (2 * nc + 1)), st_bytes=Br * d * F32, other=Br * dch * nc,
+                  fma=Br * d * (nc + 1))
+        out: dict = {}
+        for part in (p1, p2, p3, p4, p5, p6):
+            for k, v in part.items():
+                out[k] = out.get(k, 0) + v
+        # the path of warp 0 (rows 0, W, 2W, ... in 2-D phases; the first T rows in row phases)
+        rows2d = cdiv(Br, W)
+        rows1d = cdiv(Br, T)
+        a_row = np.minimum(Br, WARP)
+        out.update(
+            c_iters=rows2d * nch * d + 2 * rows1d * nc + rows2d * nch + rows2d * dch * nc,
+            c_conflict=rows2d * d * (banks.strided(dp, a0) - 1) + 2 * rows1d * nc * (banks.strided(bcp, a_row) - 1),
+            c_fp32=rows2d * nch + 3 * rows1d + 2 * rows2d * nch + rows1d + rows2d * dch,
+            c_sfu=rows1d + rows2d * nch,
+            c_gmem=cdiv(nc, W) * dch,
+        )
+        return {k: np.where(live, v, 0) for k, v in out.items()}
+    return f
+
+
+def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=DEFAULT_THREADS, pad=DEFAULT_PAD, regs=None) -> Counts:
+    B, H, N, d, Br, Bc, T, pad = (arr(x) for x in (B, H, N, d, Br, Bc, threads, pad))
+    regs = arr(REGS_PER_THREAD if regs is None else regs)
+    BH = B * H
+    Tr = cdiv(N, Br)
+    fj, rc = tiles(N, Bc)
+    jt = _j_tile(d, Br, Bc, T, pad)
+    full, part = jt(arr(Bc) + 0 * N), jt(rc)
+    per_block = {k: fj * full[k] + part[k] for k in full}          # every Q-tile block loops over all of K/V
+    W = T // WARP
+    dch = cdiv(d, WARP)
+    rw = _row_threads(Br, T, lambda a: (a > 0).astype(np.int64))
+    # prologue (Q tile in, O zeroed, m and l set) and epilogue (O out for the nr valid rows), per head
+    fi, rr = tiles(N, Br)
+    head = {k: Tr * v for k, v in per_block.items()}
+    head["ldg"] = head.get("ldg", 0) + Tr * Br * dch
+    head["sts"] = head.get("sts", 0) + Tr * (2 * Br * dch + 2 * rw)
+    head["st_wf"] = head.get("st_wf", 0) + Tr * (2 * Br * dch + 2 * rw)
+    head["st_bytes"] = head.get("st_bytes", 0) + Tr * (2 * Br * d + 2 * Br) * F32
+    head["sectors"] = head.get("sectors", 0) + N * cdiv(d * F32, 32)
+    valid_rows = N                                                    # rows written, over all Q tiles
+    head["lds"] = head.get("lds", 0) + valid_rows * (1 + dch)
+    head["ld_wf"] = head.get("ld_wf", 0) + valid_rows * (1 + dch)
+    head["ld_bytes"] = head.get("ld_bytes", 0) + valid_rows * (1 + d) * F32
+    head["sfu"] = head.get("sfu", 0) + valid_rows
+    head["fp32"] = head.get("fp32", 0) + valid_rows * (1 + dch)
+    head["stg"] = valid_rows * dch
+    head["mul"] = head.get("mul", 0) + valid_rows * (1 + d)
+    head["other"] = head.get("other", 0) + Tr * Br * dch + valid_rows * dch
+
+    nd = N * d * F32
+    l2_read = nd + Tr * 2 * nd
+    l2_write = nd
+    resident = np.minimum(BH * Tr, blocks_per_sm(gpu, T, regs, smem_bytes(d, Br, Bc, pad)) * gpu.sm_count)
+    live_heads = np.minimum(BH, cdiv(resident, Tr) + 1)
+    miss = 1.0 - l2_hit_fraction(live_heads * 2 * nd, gpu.l2_bytes)
+    dram_read = nd + 2 * nd + (Tr - 1) * 2 * nd * miss
+    dram_write = nd
+
+    path = {k: fj * full[k] + part[k] for k in ("c_iters", "c_conflict", "c_fp32", "c_sfu", "c_gmem")}
+    z = np.zeros(np.broadcast_shapes(*(np.shape(x) for x in (B, H, N, d, Br, Bc, T, pad))))
+    g = lambda k: BH * head.get(k, 0) + z
+    return Counts(
+        fma=g("fma"), exp=g("exp"), cmp=g("cmp"), add=g("add"), mul=g("mul"),
+        warp_fp32=g("fp32"), warp_sfu=g("sfu"), warp_lds=g("lds"), warp_sts=g("sts"), warp_ldg=g("ldg"),
+        warp_stg=g("stg"), warp_other=g("other"),
+        smem_ld_bytes=g("ld_bytes"), smem_st_bytes=g("st_bytes"),
+        smem_ld_wavefronts=g("ld_wf"), smem_st_wavefronts=g("st_wf"), gld_sectors=g("sectors"),
+        l2_read_bytes=BH * l2_read + z, l2_write_bytes=BH * l2_write + z,
+        dram_read_bytes=BH * dram_read + z, dram_write_bytes=BH * dram_write + z,
+        grid_blocks=BH * Tr + z, threads_per_block=T + z, smem_bytes_per_block=smem_bytes(d, Br, Bc, pad) + z,
+        regs_per_thread=regs + z,
+        chain_iters=path["c_iters"] + z, chain_conflict_wf=path["c_conflict"] + z,
+        chain_fp32=path["c_fp32"] + 2 + z, chain_sfu=path["c_sfu"] + 1 + z,
+        chain_gmem=path["c_gmem"] + cdiv(Br, W) * dch + 1 + z, chain_syncs=5 * (fj + (rc > 0)) + 1 + z,
+    )
+
+
+def check(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=DEFAULT_THREADS, pad=DEFAULT_PAD) -> None:
+    if threads % gpu.warp_size:
+        raise InputError(f"fa2 needs threads to be a multiple of {gpu.warp_size}, got {threads}")
+    if threads > gpu.max_threads_per_block:
+        raise InputError(f"fa2 with {threads} threads per block; {gpu.name} allows at most "
+                         f"{gpu.max_threads_per_block}")
+    if pad < 0:
+        raise InputError(f"pad must be >= 0, got {pad}")
+    need = int(smem_bytes(d, Br, Bc, pad))
+    if need > gpu.smem_per_block_optin_bytes:
+        raise InputError(f"fa2 tile Br={Br}, Bc={Bc}, d={d}, pad={pad} needs {need} B of shared memory per "
+                         f"block; {gpu.name} allows at most {gpu.smem_per_block_optin_bytes} B")
+
+
+def fits(gpu: GPUSpec, d, Br, Bc, threads=DEFAULT_THREADS, pad=DEFAULT_PAD):
+    return ((arr(threads) <= gpu.max_threads_per_block) & (arr(threads) % gpu.warp_size == 0)
+            & (smem_bytes(d, Br, Bc, pad) <= gpu.smem_per_block_optin_bytes))

@@ -1,0 +1,105 @@
+"""The seed report's model (seed 000, "Flash Attention Performance Model"), kept as the named baseline.
+
+As printed in the seed: FLOPs from its loop over (i, j) tiles; DRAM bytes = Q, K, V read, O written, l and m
+read and written once; L2 bytes = DRAM bytes ("all DRAM accesses also go through L2"); time = the max of
+compute, DRAM / (BW x 1%), L2 / (BW x 1%) and L1 x 6.5 / (BW x 10%); roofline = max(FLOPs / peak, DRAM / BW).
+
+Two things the seed does not print, and how this module fills them:
+* its L1 byte count ("we count [shared memory's] number of reads & writes"): here, the element reads and
+  writes of shared memory in the seed kernel (Kj, Vj stored once per j; Qi stored, S written twice and read
+  once, Qi·Kj and S·Vj read per (i, j) pair), 4 B each;
+* bandwidths on GPUs other than the RTX 3090: peak FP32 and DRAM come from the spec; its L2 and L1
+  estimates (1500 and 3000 GB/s on the RTX 3090) are scaled by the GPU's L2 and shared-memory bandwidth over
+  the RTX 3090's, so the seed's ratio of estimate to hardware is kept. On the RTX 3090 the printed constants
+  are used as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfmodel.gpu import GPUSpec
+from perfmodel.kernels.common import cdiv
+
+DRAM_UTILISATION = 0.01
+L2_UTILISATION = 0.01
+L1_UTILISATION = 0.10
+BANK_CONFLICT_FACTOR = 6.5
+BYTES_PER_ELEMENT = 4
+# The seed's tunable parameters, for the RTX 3090
+SEED_PEAK_COMPUTE = 35.58e12
+SEED_DRAM_BW = 936.2e9
+SEED_L2_BW = 1500.0e9
+SEED_L1_BW = 3000.0e9
+_RTX3090_L2_BW_SPEC = 2346e9                  # gpus/rtx3090.yaml l2_bw_gbps
+_RTX3090_SMEM_BW_SPEC = 128 * 82 * 1.695e9    # gpus/rtx3090.yaml: bytes/clk/SM x SMs x boost clock
+
+
+@dataclass(frozen=True)
+class SeedPrediction:
+    flops: np.ndarray
+    dram_bytes: np.ndarray
+    l2_bytes: np.ndarray
+    l1_bytes: np.ndarray
+    times_s: dict
+    time_s: np.ndarray
+    bound: np.ndarray
+    roofline_time_s: np.ndarray
+
+
+def constants(gpu: GPUSpec) -> dict:
+    if gpu.key == "rtx3090":
+        return dict(peak_compute=SEED_PEAK_COMPUTE, dram_bandwidth=SEED_DRAM_BW,
+                    l2_bandwidth=SEED_L2_BW, l1_bandwidth=SEED_L1_BW)
+    return dict(peak_compute=gpu.fp32_flops, dram_bandwidth=gpu.dram_bw_peak,
+                l2_bandwidth=SEED_L2_BW * gpu.l2_bw / _RTX3090_L2_BW_SPEC,
+                l1_bandwidth=SEED_L1_BW * gpu.smem_bw / _RTX3090_SMEM_BW_SPEC)
+
+
+def compute_flops(B, H, N, d, Br, Bc):
+    """The seed's FLOP loop, summed in closed form over its Tr x Tc iterations, times B*H blocks."""
+    B, H, N, d, Br, Bc = (np.asarray(x, dtype=np.int64) for x in (B, H, N, d, Br, Bc))
+    Tr, Tc = cdiv(N, Br), cdiv(N, Bc)
+    per_pair = (2 * Br * Bc * d      # flops_qk
+                + Br * Bc            # flops_mij
+                + 2 * Br * Bc        # flops_pij
+                + Br * Bc            # flops_lij
+                + Br                 # flops_mi_new
+                + 6 * Br             # flops_li_new
+                + 2 * Br * Bc * d    # flops_pijv
+                + 10 * Br * d)       # flops_o1
+    return (Tr * Tc * per_pair * B * H).astype(float)
+
+
+def compute_memory_accesses(B, H, N, d, Br, Bc):
+    B, H, N, d, Br, Bc = (np.asarray(x, dtype=np.int64) for x in (B, H, N, d, Br, Bc))
+    e = BYTES_PER_ELEMENT
+    dram_read_qkv = 3 * (B * H * N * d * e)
+    dram_read_lm = 2 * (B * H * N * e)
+    dram_write_o = B * H * N * d * e
+    dram_write_lm = 2 * B * H * N * e
+    dram = (dram_read_qkv + dram_read_lm + dram_write_o + dram_write_lm).astype(float)
+    Tr, Tc = cdiv(N, Br), cdiv(N, Bc)
+    l1_elems = Tc * 2 * Bc * d + Tc * Tr * (Br * d + 4 * Br * Bc * d + 3 * Br * Bc)
+    l1 = (B * H * l1_elems * e).astype(float)
+    return dram, dram.copy(), l1
+
+
+def predict(gpu: GPUSpec, B, H, N, d, Br, Bc) -> SeedPrediction:
+    c = constants(gpu)
+    flops = compute_flops(B, H, N, d, Br, Bc)
+    dram, l2, l1 = compute_memory_accesses(B, H, N, d, Br, Bc)
+    times = {
+        "compute": flops / c["peak_compute"],
+        "dram": dram / (c["dram_bandwidth"] * DRAM_UTILISATION),
+        "l2": l2 / (c["l2_bandwidth"] * L2_UTILISATION),
+        "l1": l1 * BANK_CONFLICT_FACTOR / (c["l1_bandwidth"] * L1_UTILISATION),
+    }
+    names = list(times)
+    stacked = np.stack(np.broadcast_arrays(*times.values()))
+    time = stacked.max(axis=0)
+    bound = np.asarray(names)[stacked.argmax(axis=0)]
+    roofline = np.maximum(flops / c["peak_compute"], dram / c["dram_bandwidth"])
+    return SeedPrediction(flops, dram, l2, l1, times, time, bound, roofline)

@@ -1,0 +1,101 @@
+"""From counts to time: occupancy, waves, per-pipe throughput, the latency path, L2 and DRAM.
+
+Per SM, blocks run in rounds of at most ``blocks_per_sm``; the busiest SM takes ceil(grid / SMs) blocks.
+A round of r blocks costs
+
+    throughput: the most loaded resource of the SM: FP32 and MUFU lanes (usable only on the SM sub-partitions
+                that have warps: min(warps, 4) / 4), issue slots, shared-memory wavefronts;
+    latency:    one block's critical path (its slowest warp): dependent dot-product steps, conflict replays,
+                MUFU and FP32 latencies, global round trips and barriers;
+
+joined by a p-norm, (thr^p + lat^p)^(1/p): with few warps the path dominates, with many the pipes do, and in
+between both count. The chip-wide L2 and DRAM times join the same way. All constants come from the spec and
+the calibration (``perfmodel probe``); nothing is fitted to kernel timings here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfmodel.calibration import Calibration
+from perfmodel.counts import Counts
+from perfmodel.gpu import GPUSpec
+from perfmodel.occupancy import blocks_per_sm, waves
+
+RESOURCES = ("fp32", "sfu", "issue", "smem", "latency", "l2", "dram")
+
+
+@dataclass(frozen=True)
+class Timing:
+    time_s: np.ndarray
+    times_s: dict            # resource -> seconds it alone would need (whole kernel)
+    bound: np.ndarray        # name of the largest
+    blocks_per_sm: np.ndarray
+    waves: np.ndarray
+    warps_per_sm: np.ndarray
+
+
+def _pnorm(parts, p):
+    parts = [np.asarray(x, dtype=float) for x in parts]
+    top = np.maximum.reduce(parts)
+    safe = np.where(top > 0, top, 1.0)
+    return np.where(top > 0, safe * sum((x / safe) ** p for x in parts) ** (1.0 / p), 0.0)
+
+
+def predict(c: Counts, gpu: GPUSpec, cal: Calibration) -> Timing:
+    grid = np.asarray(c.grid_blocks, dtype=float)
+    bpsm = blocks_per_sm(gpu, c.threads_per_block, c.regs_per_thread, c.smem_bytes_per_block).astype(float)
+    bpsm_safe = np.maximum(bpsm, 1)
+    warps_per_block = np.ceil(np.asarray(c.threads_per_block) / gpu.warp_size)
+    per_sm = np.ceil(grid / gpu.sm_count)                      # blocks on the busiest SM
+    full_rounds = np.floor(per_sm / bpsm_safe)
+    last = per_sm - full_rounds * bpsm_safe                    # blocks in the last, partial round
+    r_full = np.minimum(bpsm_safe, per_sm)
+
+    # per-block work (averages over the grid)
+    g = np.maximum(grid, 1)
+    fp32 = c.warp_fp32 / g
+    sfu = c.warp_sfu / g
+    instr = c.warp_instructions / g
+    wf = c.smem_wavefronts / g
+
+    def thr_cycles(r):
+        """Cycles the SM's pipes need for r concurrent blocks."""
+        warps = r * warps_per_block
+        used = np.minimum(warps, gpu.schedulers_per_sm) / gpu.schedulers_per_sm
+        lanes = gpu.warp_size
+        return {
+            "fp32": r * fp32 * lanes / (cal.fp32_lanes_per_clk * used),
+            "sfu": r * sfu * lanes / (cal.sfu_lanes_per_clk * used),
+            "issue": r * instr / (gpu.schedulers_per_sm * used),
+            "smem": r * wf / cal.smem_wavefronts_per_clk,
+        }
+
+    lat = (c.chain_iters * cal.iter_cycles + c.chain_conflict_wf * cal.conflict_cycles
+           + c.chain_fp32 * cal.fp32_latency_cycles + c.chain_sfu * cal.sfu_latency_cycles
+           + c.chain_gmem * cal.gmem_latency_cycles + c.chain_syncs * cal.sync_cycles)
+
+    def round_cycles(r):
+        t = thr_cycles(r)
+        active = r > 0
+        total = _pnorm([*t.values(), lat], cal.overlap_p)
+        return np.where(active, total, 0.0), {k: np.where(active, v, 0.0) for k, v in t.items()}
+
+    tf, parts_f = round_cycles(r_full)
+    tl, parts_l = round_cycles(last)
+    sm_cycles = full_rounds * tf + tl
+    clock = gpu.clock_hz
+    sm_time = sm_cycles / clock
+    times = {k: (full_rounds * parts_f[k] + parts_l[k]) / clock for k in parts_f}
+    times["latency"] = (full_rounds + (last > 0)) * lat / clock
+    times["l2"] = c.l2_bytes / cal.l2_bw_bps
+    times["dram"] = c.dram_bytes / cal.dram_bw_bps
+    total = _pnorm([sm_time, times["l2"], times["dram"]], cal.overlap_p) + cal.launch_overhead_s
+    names = np.asarray(RESOURCES)
+    stacked = np.stack([np.broadcast_to(times[k], np.shape(total)) for k in RESOURCES])
+    bound = names[stacked.argmax(axis=0)]
+    total = np.where(bpsm > 0, total, np.inf)
+    return Timing(time_s=total, times_s={k: times[k] for k in RESOURCES}, bound=bound, blocks_per_sm=bpsm,
+                  waves=waves(gpu, grid, bpsm), warps_per_sm=np.minimum(bpsm, per_sm) * warps_per_block)
