@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import yaml
 
 from perfmodel.errors import InputError
-from perfmodel.gpu import GPUSpec
+from perfmodel.gpu import GPUSpec, builtin_dir
 
 
 @dataclass(frozen=True)
@@ -86,7 +85,7 @@ def load(path: str | Path, gpu: GPUSpec) -> Calibration:
 
 def builtin_path(gpu: GPUSpec) -> Path | None:
     """The shipped calibration for this GPU (gpus/calibration/<key>.yaml), if any."""
-    p = Path(str(resources.files("perfmodel.gpus"))) / "calibration" / f"{gpu.key}.yaml"
+    p = builtin_dir() / "calibration" / f"{gpu.key}.yaml"
     return p if p.exists() else None
 
 

@@ -164,13 +164,17 @@ class GPUSpec:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
-def _builtin_dir() -> Path:
-    return Path(str(resources.files("perfmodel.gpus")))
+def builtin_dir() -> Path:
+    """Installed: the package perfmodel.gpus. From a source tree on PYTHONPATH: the top-level gpus/ folder."""
+    try:
+        return Path(str(resources.files("perfmodel.gpus")))
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parent.parent / "gpus"
 
 
 def builtin_specs() -> dict[str, Path]:
     """File stem -> path of every shipped spec."""
-    return {p.stem: p for p in sorted(_builtin_dir().glob("*.yaml"))}
+    return {p.stem: p for p in sorted(builtin_dir().glob("*.yaml"))}
 
 
 def _check(raw: object, where: str) -> dict:

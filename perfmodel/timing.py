@@ -64,7 +64,7 @@ def predict(c: Counts, gpu: GPUSpec, cal: Calibration) -> Timing:
     def thr_cycles(r):
         """Cycles the SM's pipes need for r concurrent blocks."""
         warps = r * warps_per_block
-        used = np.minimum(warps, gpu.schedulers_per_sm) / gpu.schedulers_per_sm
+        used = np.maximum(np.minimum(warps, gpu.schedulers_per_sm), 1) / gpu.schedulers_per_sm
         lanes = gpu.warp_size
         return {
             "fp32": r * fp32 * lanes / (cal.fp32_lanes_per_clk * used),

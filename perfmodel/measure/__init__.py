@@ -1,0 +1,1 @@
+"""Building, checking and timing the bundled CUDA kernels (needs the optional ``gpu`` extra: torch, ninja)."""

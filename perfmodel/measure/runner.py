@@ -1,0 +1,272 @@
+"""``perfmodel measure``: for each configuration, check correctness, then time it; append one CSV row with
+provenance as soon as it is measured. A rerun skips configurations already in the file."""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import math
+import os
+import platform
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from perfmodel import calibration, kernels, model
+from perfmodel.errors import InputError
+from perfmodel.gpu import GPUSpec
+from perfmodel.measure import bench, build
+from perfmodel.problem import Config
+
+KEY = ["kernel", "B", "H", "N", "d", "Br", "Bc", "threads", "pad", "dtype", "l2_flush"]
+COLUMNS = KEY + ["median_ms", "p20_ms", "p80_ms", "n_runs", "rel_err", "regs_per_thread", "smem_bytes",
+                 "local_bytes", "cuda_blocks_per_sm", "gpu_name", "sm_clock_mhz_before", "sm_clock_mhz_after",
+                 "sm_clock_max_mhz", "driver", "torch", "torch_cuda", "nvcc", "date", "seed", "command"]
+SKIP_COLUMNS = KEY + ["reason", "detail", "date"]
+REL_ERR_MAX = 1e-5
+
+
+def row_key(row: dict) -> tuple:
+    return tuple(str(row[k]) for k in KEY)
+
+
+def read_rows(path: Path) -> list[dict]:
+    if not path.exists() or path.stat().st_size == 0:
+        return []
+    with path.open(newline="") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+class Appender:
+    """Append rows to a CSV, writing the header for a new file and flushing every row."""
+
+    def __init__(self, path: Path, columns: list[str]):
+        self.path, self.columns = path, columns
+        new = not path.exists() or path.stat().st_size == 0
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.f = path.open("a", newline="")
+        self.w = csv.DictWriter(self.f, fieldnames=columns)
+        if new:
+            self.w.writeheader()
+            self.f.flush()
+
+    def add(self, row: dict) -> None:
+        self.w.writerow({k: row.get(k, "") for k in self.columns})
+        self.f.flush()
+        os.fsync(self.f.fileno())
+
+    def close(self):
+        self.f.close()
+
+
+class Clock:
+    """The SM clock, through NVML where available, else nvidia-smi."""
+
+    def __init__(self):
+        self.nvml = None
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            self.nvml = pynvml
+            self.h = pynvml.nvmlDeviceGetHandleByIndex(int(os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or 0))
+        except Exception:
+            self.nvml = None
+
+    def sm_mhz(self) -> float | str:
+        try:
+            if self.nvml:
+                return float(self.nvml.nvmlDeviceGetClockInfo(self.h, self.nvml.NVML_CLOCK_SM))
+            out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm", "--format=csv,noheader,nounits"],
+                                 capture_output=True, text=True, timeout=10).stdout
+            return float(out.split()[0])
+        except Exception:
+            return ""
+
+    def max_mhz(self) -> float | str:
+        try:
+            if self.nvml:
+                return float(self.nvml.nvmlDeviceGetMaxClockInfo(self.h, self.nvml.NVML_CLOCK_SM))
+            out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.max.sm", "--format=csv,noheader,nounits"],
+                                 capture_output=True, text=True, timeout=10).stdout
+            return float(out.split()[0])
+        except Exception:
+            return ""
+
+    def driver(self) -> str:
+        try:
+            if self.nvml:
+                v = self.nvml.nvmlSystemGetDriverVersion()
+                return v.decode() if isinstance(v, bytes) else str(v)
+            return subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                  capture_output=True, text=True, timeout=10).stdout.strip()
+        except Exception:
+            return ""
+
+
+def reference(torch, Q, K, V, max_bytes: int = 1 << 31):
+    """softmax(Q K^T / sqrt(d)) V in float64, a few heads at a time."""
+    B, H, N, d = Q.shape
+    q, k, v = (x.reshape(B * H, N, d) for x in (Q, K, V))
+    out = torch.empty((B * H, N, d), dtype=torch.float64, device=Q.device)
+    step = max(1, max_bytes // (N * N * 8))
+    for s in range(0, B * H, step):
+        e = min(B * H, s + step)
+        S = torch.matmul(q[s:e].double(), k[s:e].double().transpose(1, 2)) / math.sqrt(d)
+        out[s:e] = torch.matmul(torch.softmax(S, dim=-1), v[s:e].double())
+        del S
+    return out.reshape(B, H, N, d)
+
+
+class KernelRunner:
+    """Launches one bundled kernel on given tensors, with the buffers its contract needs."""
+
+    def __init__(self, torch, ext, cfg: Config):
+        self.torch, self.ext, self.cfg = torch, ext, cfg
+        B, H, N, d = cfg.B, cfg.H, cfg.N, cfg.d
+        numel = B * H * N * d
+        self.guard = 1024
+        self.Obuf = torch.empty(numel + self.guard, dtype=torch.float32, device="cuda")
+        self.O = self.Obuf[:numel].view(B, H, N, d)
+        if cfg.kernel == "fa1":
+            self.l = torch.empty(B * H * N, dtype=torch.float32, device="cuda")
+            self.m = torch.empty(B * H * N, dtype=torch.float32, device="cuda")
+
+    def poison(self):
+        self.Obuf.fill_(float("nan"))
+        if self.cfg.kernel == "fa1":
+            self.l.fill_(float("nan"))
+            self.m.fill_(float("nan"))
+
+    def setup(self):
+        """What the kernel's contract needs before a launch (fa1 reads O, l and m: zeros, zeros, -inf)."""
+        if self.cfg.kernel == "fa1":
+            self.O.zero_()
+            self.l.zero_()
+            self.m.fill_(float("-inf"))
+
+    def launch(self, Q, K, V):
+        c = self.cfg
+        if c.kernel == "fa1":
+            self.ext.fa1_forward(Q, K, V, self.O, self.l, self.m, c.Br, c.Bc)
+        else:
+            self.ext.fa2_forward(Q, K, V, self.O, c.Br, c.Bc, c.threads, c.pad)
+
+    def guard_intact(self) -> bool:
+        return bool(torch_isnan_all(self.torch, self.Obuf[-self.guard:]))
+
+    def attributes(self) -> dict:
+        c = self.cfg
+        a = getattr(self.ext, f"{c.kernel}_attributes")()
+        if c.kernel == "fa1":
+            a["cuda_blocks_per_sm"] = self.ext.fa1_max_blocks_per_sm(c.d, c.Br, c.Bc)
+        else:
+            a["cuda_blocks_per_sm"] = self.ext.fa2_max_blocks_per_sm(c.d, c.Br, c.Bc, c.threads, c.pad)
+        return a
+
+
+def torch_isnan_all(torch, t) -> bool:
+    return bool(torch.isnan(t).all().item())
+
+
+def check_correct(torch, runner: KernelRunner, seed: int) -> float:
+    """Relative error ||O - ref|| / ||ref|| on fresh random inputs, after poisoning the output."""
+    c = runner.cfg
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    shape = (c.B, c.H, c.N, c.d)
+    Q, K, V = (torch.randn(shape, generator=g, device="cuda", dtype=torch.float32) for _ in range(3))
+    runner.poison()
+    runner.setup()
+    runner.launch(Q, K, V)
+    torch.cuda.synchronize()
+    if not runner.guard_intact():
+        raise InputError("the kernel wrote past the end of its output")
+    ref = reference(torch, Q, K, V)
+    err = torch.linalg.vector_norm(runner.O.double() - ref) / torch.linalg.vector_norm(ref)
+    e = float(err.item())
+    return e if math.isfinite(e) else float("inf")
+
+
+def measure(configs: list[Config], out: Path, spec: GPUSpec | None, flush: bool = True, budget_ms: float = 200.0,
+            min_runs: int = 10, progress=None, command: str | None = None, verbose: bool = False) -> dict:
+    """Measure every configuration not yet in ``out``. Returns a summary (measured, skipped, failed)."""
+    torch = build.require_torch()
+    tool = build.check_toolchain(torch)
+    ext = build.load(verbose=verbose)
+    device_name = torch.cuda.get_device_name()
+    props = torch.cuda.get_device_properties(0)
+    clock = Clock()
+    done = {row_key(r) for r in read_rows(out)}
+    skipped_path = out.with_suffix(".skipped.csv")
+    skipped_done = {row_key(r) for r in read_rows(skipped_path)}
+    rows = Appender(out, COLUMNS)
+    skips = Appender(skipped_path, SKIP_COLUMNS)
+    bencher = bench.Bencher(torch, flush=flush)
+    cal = calibration.resolve(spec) if spec else None
+    command = command or " ".join(shlex.quote(a) for a in sys.argv)
+    summary = {"measured": 0, "already": 0, "skipped": 0, "failed": 0}
+    now = lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    rng = np.random.default_rng()
+    try:
+        for i, cfg in enumerate(configs):
+            key = dict(cfg.to_dict(), l2_flush=int(flush))
+            k = row_key(key)
+            if k in done or k in skipped_done:
+                summary["already"] += 1
+                if progress:
+                    progress(i + 1, len(configs), cfg)
+                continue
+            kern = kernels.get(cfg.kernel)
+            smem = int(kern.smem_bytes(cfg.d, cfg.Br, cfg.Bc, cfg.pad))
+            reason = detail = None
+            if smem > props.shared_memory_per_block_optin or cfg.threads > 1024:
+                reason, detail = "no-fit", f"{smem} B shared, {cfg.threads} threads"
+            elif spec is not None:
+                pred_ms = float(model.predict_arrays(spec, cfg.kernel, cal, cfg.B, cfg.H, cfg.N, cfg.d, cfg.Br,
+                                                     cfg.Bc, cfg.threads, cfg.pad).time_s) * 1e3
+                if pred_ms > budget_ms:
+                    reason, detail = "budget", f"predicted {pred_ms:.1f} ms > {budget_ms:g} ms"
+            if reason is None:
+                try:
+                    runner = KernelRunner(torch, ext, cfg)
+                    seed = int(rng.integers(1 << 31))
+                    err = check_correct(torch, runner, seed)
+                    if not err <= REL_ERR_MAX:
+                        reason, detail = "wrong", f"relative error {err:.3g} > {REL_ERR_MAX:g}"
+                except torch.cuda.OutOfMemoryError:
+                    reason, detail = "oom", "out of GPU memory"
+                    torch.cuda.empty_cache()
+            if reason is not None:
+                skips.add(dict(key, reason=reason, detail=detail, date=now()))
+                summary["failed" if reason in ("wrong", "oom") else "skipped"] += 1
+                if progress:
+                    progress(i + 1, len(configs), cfg)
+                continue
+            g = torch.Generator(device="cuda").manual_seed(seed + 1)
+            shape = (cfg.B, cfg.H, cfg.N, cfg.d)
+            Q, K, V = (torch.randn(shape, generator=g, device="cuda") for _ in range(3))
+            attrs = runner.attributes()
+            runner.setup()
+            runner.launch(Q, K, V)          # warm the clocks before the first reading
+            torch.cuda.synchronize()
+            before = clock.sm_mhz()
+            t = bencher.run(lambda: runner.launch(Q, K, V), setup=runner.setup, min_runs=min_runs)
+            after = clock.sm_mhz()
+            rows.add(dict(key, median_ms=f"{t.median_ms:.6g}", p20_ms=f"{t.p20_ms:.6g}", p80_ms=f"{t.p80_ms:.6g}",
+                          n_runs=t.n_runs, rel_err=f"{err:.3g}", regs_per_thread=attrs["regs_per_thread"],
+                          smem_bytes=smem, local_bytes=attrs["local_bytes"],
+                          cuda_blocks_per_sm=attrs["cuda_blocks_per_sm"], gpu_name=device_name,
+                          sm_clock_mhz_before=before, sm_clock_mhz_after=after, sm_clock_max_mhz=clock.max_mhz(),
+                          driver=clock.driver(), torch=str(torch.__version__), torch_cuda=tool["torch_cuda"],
+                          nvcc=tool["nvcc"], date=now(), seed=seed, command=command))
+            summary["measured"] += 1
+            del Q, K, V, runner
+            if progress:
+                progress(i + 1, len(configs), cfg)
+    finally:
+        rows.close()
+        skips.close()
+    summary["host"] = platform.node()
+    return summary

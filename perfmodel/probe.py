@@ -1,0 +1,177 @@
+"""``perfmodel probe``: microbenchmarks of the GPU at hand -> a calibration YAML for the timing model.
+
+Each constant comes from a kernel built like the FlashAttention kernels (run-time loop bounds, fp32, shared
+memory), never from the kernel timings the model is scored on:
+
+* iter_cycles, conflict_cycles: one warp per SM running ``sum += A[lane*s + x] * B[x]`` for lane strides s
+  with gcd(s, 32) = 1..32 (conflict degree k); cycles per step fitted as iter + (k - 1) * conflict;
+* smem_wavefronts_per_clk: the same loop with 32 warps per SM (throughput);
+* overlap_p: the p of the latency/throughput p-norm that best reproduces that loop at 1..32 warps per SM;
+* fp32 and ex2 lanes per clock: 8 independent FMA / __expf chains per thread over a full grid;
+* l2_bw, dram_bw: 16-B reads of an L2-resident buffer; a 1 GiB device copy (bytes read + written);
+* smem, L2 and DRAM latencies: pointer chases; sync_cycles: back-to-back __syncthreads;
+* launch_overhead_s: CUDA-event time of an empty kernel.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import shlex
+import sys
+
+import numpy as np
+
+from perfmodel.gpu import GPUSpec
+
+DOT_N = 32
+DOT_ITERS = 200
+STRIDES = [1, 2, 4, 8, 16, 32]
+WARPS = [1, 2, 4, 8, 16, 32]
+
+
+def _events(torch, fn, reps=5):
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e) * 1e-3)
+    return float(np.median(times))
+
+
+def _dot_cycles(torch, ext, sm, warps, stride):
+    cycles = torch.zeros(sm, dtype=torch.int64, device="cuda")
+    sink = torch.zeros(1, device="cuda")
+    ext.probe_dot(cycles, sink, sm, warps, stride, DOT_N, DOT_ITERS)   # warm-up
+    ext.probe_dot(cycles, sink, sm, warps, stride, DOT_N, DOT_ITERS)
+    torch.cuda.synchronize()
+    return float(np.median(cycles.cpu().numpy())) / (DOT_ITERS * DOT_N)   # cycles per step per warp-sequence
+
+
+def _chase(torch, ext, n_nodes, spacing_words, shared, steps=4096):
+    rng = np.random.default_rng(0)
+    order = rng.permutation(n_nodes)
+    nxt = np.zeros(n_nodes * spacing_words, dtype=np.int32)
+    for a, b in zip(order, np.roll(order, -1)):
+        nxt[a * spacing_words] = b * spacing_words
+    t = torch.from_numpy(nxt).cuda()
+    cycles = torch.zeros(1, dtype=torch.int64, device="cuda")
+    sink = torch.zeros(1, dtype=torch.int32, device="cuda")
+    ext.probe_chase(t, steps, shared, n_nodes * spacing_words if shared else 0, cycles, sink)
+    torch.cuda.synchronize()
+    return float(cycles.item()) / steps
+
+
+def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
+    from perfmodel.measure import build, runner
+
+    torch = build.require_torch()
+    tool = build.check_toolchain(torch)
+    ext = build.load(verbose=verbose)
+    props = torch.cuda.get_device_properties(0)
+    sm = props.multi_processor_count
+    clock = runner.Clock()
+    raw: dict = {}
+
+    # 1. the dot step in the latency regime: one warp per SM, conflict degree k = gcd(s, 32)
+    lat = {s: _dot_cycles(torch, ext, sm, 1, s) for s in STRIDES}
+    raw["dot_cycles_per_step_1warp"] = lat
+    k = np.array([math.gcd(s, 32) for s in STRIDES], dtype=float)
+    y = np.array([lat[s] for s in STRIDES])
+    A = np.stack([np.ones_like(k), k - 1], axis=1)
+    (iter_cycles, conflict_cycles), *_ = np.linalg.lstsq(A, y, rcond=None)
+    log(f"dot step, 1 warp/SM: {dict((s, round(v, 2)) for s, v in lat.items())} cycles -> iter {iter_cycles:.2f}, "
+        f"conflict {conflict_cycles:.2f}")
+
+    # 2. throughput and the latency/throughput blend: 1..32 warps per SM, k = 1 and k = 32
+    grid = {(w, s): _dot_cycles(torch, ext, sm, w, s) for w in WARPS for s in (1, 32)}
+    raw["dot_cycles_per_step_by_warps"] = {f"{w}w_s{s}": v for (w, s), v in grid.items()}
+    wf32 = 32 * (32 + 1) / grid[(32, 32)]         # 32 warps x (32 + 1) wavefronts per step
+    wf1 = 32 * 2 / grid[(32, 1)]
+    smem_wf_per_clk = max(wf32, wf1)
+    log(f"shared wavefronts per clock per SM: {wf32:.3f} (32-way), {wf1:.3f} (conflict-free)")
+
+    def blend(p):
+        err = []
+        for (w, s), meas in grid.items():
+            kk = math.gcd(s, 32)
+            chain = iter_cycles + (kk - 1) * conflict_cycles
+            used = min(w, 4) / 4
+            thr = max(w * (kk + 1) / smem_wf_per_clk, w * 4 / (4 * used), w * 32 / (spec.fp32_lanes_per_sm * used))
+            err.append(math.log((chain ** p + thr ** p) ** (1 / p) / meas) ** 2)
+        return sum(err)
+
+    ps = np.linspace(1.0, 12.0, 111)
+    overlap_p = float(ps[np.argmin([blend(p) for p in ps])])
+    log(f"latency/throughput p-norm: p = {overlap_p:.2f}")
+
+    # 3. FP32 and ex2 throughput
+    sink = torch.zeros(1, device="cuda")
+    blocks, threads, iters = sm * 8, 256, 4096
+    t = _events(torch, lambda: ext.probe_fma(sink, blocks, threads, iters))
+    mhz = clock.sm_mhz() or spec.clock_boost_mhz
+    fma_per_s = blocks * threads * iters * 8 / t
+    fp32_lanes = fma_per_s / (sm * float(mhz) * 1e6)
+    t = _events(torch, lambda: ext.probe_exp(sink, blocks, threads, iters // 4))
+    exp_per_s = blocks * threads * (iters // 4) * 8 / t
+    sfu_lanes = exp_per_s / (sm * float(mhz) * 1e6)
+    raw.update(fp32_tflops=2 * fma_per_s / 1e12, exp_per_s=exp_per_s, probe_clock_mhz=mhz)
+    log(f"FP32 {2 * fma_per_s / 1e12:.1f} TFLOP/s ({fp32_lanes:.1f} lanes/clk/SM), "
+        f"exp {exp_per_s / 1e12:.2f} T/s ({sfu_lanes:.1f} lanes/clk/SM) at {mhz} MHz")
+
+    # 4. bandwidths
+    l2_buf = torch.ones(max(props.L2_cache_size // 4 // 4, 1 << 18), device="cuda")   # a quarter of L2
+    reps = 50
+    t = _events(torch, lambda: ext.probe_read(l2_buf, reps, sink, sm * 4))
+    l2_bw = l2_buf.numel() * 4 * reps / t
+    x = torch.empty(1 << 28, device="cuda")
+    yb = torch.empty_like(x)
+    t = _events(torch, lambda: yb.copy_(x))
+    dram_bw = 2 * x.numel() * 4 / t
+    del x, yb, l2_buf
+    raw.update(l2_read_gbps=l2_bw / 1e9, dram_copy_gbps=dram_bw / 1e9)
+    log(f"L2 read {l2_bw / 1e12:.2f} TB/s, DRAM copy {dram_bw / 1e12:.2f} TB/s")
+
+    # 5. latencies
+    smem_lat = _chase(torch, ext, 1024, 1, True)
+    l2_lat = _chase(torch, ext, 8192, 32, False)                 # 1 MB, one node per 128-B line
+    dram_lat = _chase(torch, ext, 1 << 18, 1024, False, 2048)    # 1 GiB, one node per 4 KiB
+    cycles = torch.zeros(sm, dtype=torch.int64, device="cuda")
+    ext.probe_sync(cycles, sm, 256, 10000)
+    torch.cuda.synchronize()
+    sync = float(np.median(cycles.cpu().numpy())) / 10000
+    raw.update(smem_latency_cycles=smem_lat, l2_latency_cycles=l2_lat, dram_latency_cycles=dram_lat,
+               sync_cycles_256threads=sync)
+    log(f"latency: shared {smem_lat:.0f}, L2 {l2_lat:.0f}, DRAM {dram_lat:.0f} cycles; sync {sync:.1f} cycles")
+
+    # 6. launch overhead as `measure` sees it: an empty kernel timed like the kernels (flush, events)
+    from perfmodel.measure.bench import Bencher
+    launch = Bencher(torch, flush=True).run(ext.probe_empty, min_runs=50, max_runs=200).median_ms * 1e-3
+    log(f"empty kernel, timed as measure times kernels: {launch * 1e6:.2f} µs")
+
+    values = dict(dram_bw_bps=dram_bw, l2_bw_bps=l2_bw, smem_wavefronts_per_clk=smem_wf_per_clk,
+                  fp32_lanes_per_clk=fp32_lanes, sfu_lanes_per_clk=sfu_lanes, iter_cycles=float(iter_cycles),
+                  conflict_cycles=float(conflict_cycles), fp32_latency_cycles=spec.fp32_latency_cycles,
+                  sfu_latency_cycles=spec.sfu_latency_cycles, gmem_latency_cycles=l2_lat, sync_cycles=sync,
+                  launch_overhead_s=launch, overlap_p=overlap_p)
+    provenance = dict(gpu_name=torch.cuda.get_device_name(), sm_count=sm, sm_clock_mhz=mhz,
+                      sm_clock_max_mhz=clock.max_mhz(), driver=clock.driver(), torch=str(torch.__version__),
+                      torch_cuda=tool["torch_cuda"], nvcc=tool["nvcc"],
+                      date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                      command=" ".join(shlex.quote(a) for a in sys.argv),
+                      notes="fp32_latency_cycles and sfu_latency_cycles are taken from the spec, not probed")
+    return {"provenance": provenance, "values": {k: float(v) for k, v in values.items()},
+            "raw": _plain(raw)}
+
+
+def _plain(x):
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (np.floating, np.integer)):
+        return float(x)
+    return x

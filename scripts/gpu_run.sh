@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The one script that does the GPU work, for a lent GPU machine or your own: builds the bundled kernels,
+# checks and times them over the committed grids, probes the GPU, collects Nsight Compute counters.
+# Writes everything under $OUT (default ./out). Measurements resume: the committed CSV is copied to $OUT
+# first and new rows are appended to the copy; copy it back into the repo afterwards.
+#
+#   scripts/gpu_run.sh STEP [MAX_SECONDS]     STEP: smoke | probe | fa1 | fa2 | ncu | all
+set -euo pipefail
+cd "$(dirname "$0")/.."
+step=${1:-all}
+max_s=${2:-480}
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+export PERFMODEL_BUILD_DIR=${PERFMODEL_BUILD_DIR:-/tmp/perfmodel-build}
+gpu_key=${GPU_KEY:-h100}
+data=examples/measurements/$gpu_key
+pm() { python3 -m perfmodel "$@"; }
+
+{ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv; nvcc --version | tail -1;
+  python3 -c "import torch; print('torch', torch.__version__, torch.version.cuda)"; } 2>&1 | tee "$OUT/env.txt"
+
+measure() {  # kernel grid
+  local k=$1 grid=$2
+  [ -f "$data/$k.csv" ] && cp "$data/$k.csv" "$OUT/$k.csv"
+  [ -f "$data/$k.skipped.csv" ] && cp "$data/$k.skipped.csv" "$OUT/$k.skipped.csv"
+  pm measure --kernel "$k" --grid "$grid" --out "$OUT/$k.csv" --max-seconds "$max_s"
+}
+
+case $step in
+  smoke)
+    pm measure --kernel fa1 --grid examples/grids/seed.yaml --out "$OUT/smoke-fa1.csv" --verbose
+    pm measure --kernel fa2 --grid examples/grids/seed.yaml --out "$OUT/smoke-fa2.csv" ;;
+  probe)
+    pm probe --out "$OUT/calibration.yaml" ;;
+  fa1) measure fa1 examples/grids/$gpu_key-fa1.yaml ;;
+  fa2) measure fa2 examples/grids/$gpu_key-fa2.yaml ;;
+  ncu) bash scripts/ncu_run.sh "$OUT" ;;
+  all)
+    pm probe --out "$OUT/calibration.yaml"
+    measure fa1 examples/grids/$gpu_key-fa1.yaml
+    measure fa2 examples/grids/$gpu_key-fa2.yaml ;;
+  *) echo "unknown step $step" >&2; exit 2 ;;
+esac
