@@ -22,6 +22,7 @@ class Calibration:
     source: str                      # "spec" or the file it came from
     dram_bw_bps: float               # achievable DRAM bandwidth, bytes read + written per second
     l2_bw_bps: float                 # achievable L2 bandwidth
+    l2_effective_bytes: float        # data that stays in L2 under re-reads (below the nominal size on split L2s)
     smem_wavefronts_per_clk: float   # shared-memory wavefronts per clock per SM (1.0 = 128 B/clk)
     fp32_lanes_per_clk: float        # FP32 lanes per clock per SM actually sustained
     sfu_lanes_per_clk: float         # MUFU (ex2) lanes per clock per SM
@@ -44,6 +45,7 @@ def from_spec(gpu: GPUSpec) -> Calibration:
         source="spec",
         dram_bw_bps=gpu.dram_bw,
         l2_bw_bps=gpu.l2_bw,
+        l2_effective_bytes=float(gpu.l2_bytes),
         smem_wavefronts_per_clk=gpu.smem_bytes_per_clk_per_sm / (gpu.smem_banks * gpu.smem_bank_width_bytes),
         fp32_lanes_per_clk=float(gpu.fp32_lanes_per_sm),
         sfu_lanes_per_clk=float(gpu.sfu_ops_per_clk_per_sm),

@@ -9,6 +9,7 @@ memory), never from the kernel timings the model is scored on:
 * overlap_p: the p of the latency/throughput p-norm that best reproduces that loop at 1..32 warps per SM;
 * fp32 and ex2 lanes per clock: 8 independent FMA / __expf chains per thread over a full grid;
 * l2_bw, dram_bw: 16-B reads of an L2-resident buffer; a 1 GiB device copy (bytes read + written);
+* l2_effective_bytes: the buffer size at which repeated reads fall halfway from L2 to DRAM bandwidth;
 * smem, L2 and DRAM latencies: pointer chases; sync_cycles: back-to-back __syncthreads;
 * launch_overhead_s: CUDA-event time of an empty kernel.
 """
@@ -137,6 +138,28 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
     raw.update(l2_read_gbps=l2_bw / 1e9, dram_copy_gbps=dram_bw / 1e9)
     log(f"L2 read {l2_bw / 1e12:.2f} TB/s, DRAM copy {dram_bw / 1e12:.2f} TB/s")
 
+    # 4b. effective L2 capacity: read buffers of growing size repeatedly; the capacity is where the read
+    # bandwidth falls halfway from its L2 plateau towards DRAM (log-interpolated between sizes)
+    sizes_mb = [4, 8, 12, 16, 20, 24, 28, 32, 40, 48, 56, 64, 96]
+    bw_by_size = {}
+    for mb in sizes_mb:
+        buf = torch.ones(mb * (1 << 20) // 4, device="cuda")
+        t = _events(torch, lambda: ext.probe_read(buf, 10, sink, sm * 4))
+        bw_by_size[mb] = buf.numel() * 4 * 10 / t
+        del buf
+    plateau = max(bw_by_size.values())
+    floor = min(bw_by_size.values())
+    half = (plateau + floor) / 2
+    l2_eff = float(sizes_mb[-1]) * (1 << 20)
+    for a, b in zip(sizes_mb, sizes_mb[1:]):
+        if bw_by_size[a] >= half > bw_by_size[b]:
+            f = (bw_by_size[a] - half) / (bw_by_size[a] - bw_by_size[b])
+            l2_eff = math.exp(math.log(a) + f * (math.log(b) - math.log(a))) * (1 << 20)
+            break
+    raw["read_gbps_by_buffer_mb"] = {mb: v / 1e9 for mb, v in bw_by_size.items()}
+    log(f"read bandwidth by buffer size: {dict((mb, round(v / 1e12, 2)) for mb, v in bw_by_size.items())} TB/s"
+        f" -> effective L2 {l2_eff / 2**20:.1f} MiB")
+
     # 5. latencies
     smem_lat = _chase(torch, ext, 1024, 1, True)
     l2_lat = _chase(torch, ext, 8192, 32, False)                 # 1 MB, one node per 128-B line
@@ -154,7 +177,7 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
     launch = Bencher(torch, flush=True).run(ext.probe_empty, min_runs=50, max_runs=200).median_ms * 1e-3
     log(f"empty kernel, timed as measure times kernels: {launch * 1e6:.2f} µs")
 
-    values = dict(dram_bw_bps=dram_bw, l2_bw_bps=l2_bw, smem_wavefronts_per_clk=smem_wf_per_clk,
+    values = dict(dram_bw_bps=dram_bw, l2_bw_bps=l2_bw, l2_effective_bytes=l2_eff, smem_wavefronts_per_clk=smem_wf_per_clk,
                   fp32_lanes_per_clk=fp32_lanes, sfu_lanes_per_clk=sfu_lanes, iter_cycles=float(iter_cycles),
                   conflict_cycles=float(conflict_cycles), fp32_latency_cycles=spec.fp32_latency_cycles,
                   sfu_latency_cycles=spec.sfu_latency_cycles, gmem_latency_cycles=l2_lat, sync_cycles=sync,

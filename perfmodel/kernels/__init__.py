@@ -1,7 +1,7 @@
 """Kernel variants: each module describes one kernel's loop nest (counts) and launch shape.
 
 Every module offers the same functions, so callers never branch on the kernel:
-``counts(gpu, B, H, N, d, Br, Bc, threads, pad, regs)``, ``check(...)``, ``fits(gpu, d, Br, Bc, threads, pad)``,
+``counts(gpu, B, H, N, d, Br, Bc, threads, pad, regs, l2_bytes)``, ``check(...)``, ``fits(gpu, d, Br, Bc, threads, pad)``,
 ``smem_bytes(d, Br, Bc, pad)``, ``block_threads(Br, threads)``, ``grid_blocks(B, H, N, Br)``, and the
 constants NAME, DESCRIPTION, SOURCE, REGS_PER_THREAD, DEFAULT_THREADS, DEFAULT_PAD, PADDED.
 """

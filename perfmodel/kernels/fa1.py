@@ -101,7 +101,7 @@ def _kv_warp(d):
     return g
 
 
-def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=None, pad=None, regs=None) -> Counts:
+def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=None, pad=None, regs=None, l2_bytes=None) -> Counts:
     B, H, N, d, Br, Bc = (arr(x) for x in (B, H, N, d, Br, Bc))
     regs = arr(REGS_PER_THREAD if regs is None else regs)
     BH = B * H
@@ -135,7 +135,7 @@ def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=None, pad=None, regs=None) 
     # DRAM: first touches, plus re-reads of Q/O/l/m that miss in L2 when the live heads do not fit
     resident = np.minimum(BH, blocks_per_sm(gpu, Br, regs, smem_bytes(d, Br, Bc)) * gpu.sm_count)
     per_head = nd + nd + 2 * N * F32
-    miss = 1.0 - l2_hit_fraction(resident * per_head, gpu.l2_bytes)
+    miss = 1.0 - l2_hit_fraction(resident * per_head, gpu.l2_bytes if l2_bytes is None else l2_bytes)
     dram_read = 2 * nd + per_head + (Tc - 1) * per_head * miss
     dram_write = per_head - nd + nd + (Tc - 1) * (nd + 2 * N * F32) * miss
 

@@ -125,7 +125,7 @@ def _j_tile(d, Br, Bc, T, pad):
     return f
 
 
-def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=DEFAULT_THREADS, pad=DEFAULT_PAD, regs=None) -> Counts:
+def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=DEFAULT_THREADS, pad=DEFAULT_PAD, regs=None, l2_bytes=None) -> Counts:
     B, H, N, d, Br, Bc, T, pad = (arr(x) for x in (B, H, N, d, Br, Bc, threads, pad))
     regs = arr(REGS_PER_THREAD if regs is None else regs)
     BH = B * H
@@ -160,7 +160,7 @@ def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=DEFAULT_THREADS, pad=DEFAUL
     l2_write = nd
     resident = np.minimum(BH * Tr, blocks_per_sm(gpu, T, regs, smem_bytes(d, Br, Bc, pad)) * gpu.sm_count)
     live_heads = np.minimum(BH, cdiv(resident, Tr) + 1)
-    miss = 1.0 - l2_hit_fraction(live_heads * 2 * nd, gpu.l2_bytes)
+    miss = 1.0 - l2_hit_fraction(live_heads * 2 * nd, gpu.l2_bytes if l2_bytes is None else l2_bytes)
     dram_read = nd + 2 * nd + (Tr - 1) * 2 * nd * miss
     dram_write = nd
 
