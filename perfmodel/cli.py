@@ -7,6 +7,7 @@ import json
 import sys
 
 import click
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
@@ -209,3 +210,47 @@ def probe(gpu_name, out_path, verbose):
         f.write(f"# perfmodel calibration for {spec.key}, written by `perfmodel probe`.\n")
         yaml.safe_dump(result, f, sort_keys=False)
     err.print(f"wrote {out_path}")
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True)
+@click.option("--gpu", "gpu_name", default=None, help="predict with this spec instead of the one matching each row")
+@click.option("--calibration", "cal_path", default=None, help="calibration YAML (default: the shipped one)")
+@click.option("--no-calibration", is_flag=True, help="use spec-derived constants only")
+@click.option("--worst", default=0, show_default=True, help="also list the N worst rows")
+@click.option("--json", "as_json", is_flag=True)
+def validate(files, gpu_name, cal_path, no_calibration, worst, as_json):
+    """Compare predictions (ours and the seed's) with measured CSV rows."""
+    from perfmodel import validate as val
+
+    evals = val.evaluate(val.read_measurements(files, note=lambda m: err.print(m)), gpu_name, cal_path, use_builtin_calibration=not no_calibration)
+    summaries = [e.summary() for e in evals]
+    if as_json:
+        keyed = {}
+        for s in summaries:
+            key = s["kernel"] if sum(t["kernel"] == s["kernel"] for t in summaries) == 1 else f"{s['kernel']}/{s['gpu']}"
+            keyed[key] = s
+        click.echo(json.dumps(keyed, indent=2))
+        return
+    t = Table(title="predicted vs measured (absolute percent error)", title_justify="left", show_edge=False)
+    for col in ("kernel", "GPU", "n", "MAPE", "median", "worst", "Spearman", "seed MAPE", "seed median", "seed worst",
+                "seed Spearman"):
+        t.add_column(col, justify="right" if col not in ("kernel", "GPU") else "left")
+    for s in summaries:
+        t.add_row(s["kernel"], s["gpu"], str(s["n"]), f"{s['mape']:.1f}%", f"{s['median_ape']:.1f}%",
+                  f"{s['max_ape']:.1f}%", f"{s['spearman']:.3f}", f"{s['seed_mape']:.1f}%",
+                  f"{s['seed_median_ape']:.1f}%", f"{s['seed_max_ape']:.0f}%", f"{s['seed_spearman']:.3f}")
+    out.print(t)
+    out.print("Spearman: rank correlation over tile configurations at fixed (B, H, N, d), averaged over groups "
+              "of three or more.")
+    if worst:
+        for e in evals:
+            order = np.argsort(-e.ape)[:worst]
+            w = Table(title=f"worst {worst}: {e.kernel} on {e.gpu}", title_justify="left", show_edge=False)
+            for col in ("B", "H", "N", "d", "Br", "Bc", "threads", "pad", "measured", "predicted", "error"):
+                w.add_column(col, justify="right")
+            for i in order:
+                w.add_row(*(str(e.params[k][i]) for k in ("B", "H", "N", "d", "Br", "Bc", "threads", "pad")),
+                          report.si(e.measured_s[i], "s"), report.si(e.predicted_s[i], "s"),
+                          f"{(e.predicted_s[i] / e.measured_s[i] - 1) * 100:+.1f}%")
+            out.print(w)

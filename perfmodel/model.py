@@ -45,3 +45,7 @@ def predict(gpu: GPUSpec, cfg: Config, cal: Calibration, regs=None) -> Predictio
 
 def predict_seed(gpu: GPUSpec, cfg: Config) -> seed_model.SeedPrediction:
     return seed_model.predict(gpu, cfg.B, cfg.H, cfg.N, cfg.d, cfg.Br, cfg.Bc)
+
+
+def default_regs(kernel: str) -> int:
+    return kernels.get(kernel).REGS_PER_THREAD
