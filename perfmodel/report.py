@@ -90,7 +90,8 @@ def render_prediction(console: Console, d: dict) -> None:
     title = (f"{d['kernel']} on {d['gpu_name']} — B={p['B']} H={p['H']} N={p['N']} d={p['d']} "
              f"Br={p['Br']} Bc={p['Bc']}" + (f" threads={p['threads']} pad={p['pad']}" if d["kernel"] != "fa1" else "")
              + f" (model: {d['model']})")
-    work = Table(title=title, title_justify="left", show_edge=False)
+    console.print(f"[bold]{title}[/bold]")
+    work = Table(show_edge=False)
     work.add_column("level")
     work.add_column("work", justify="right")
     work.add_column("FLOP/byte", justify="right")

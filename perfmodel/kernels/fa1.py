@@ -68,7 +68,7 @@ def _tile_warp(d, Bc):
         sts = d + nc + nc                   # Qi store, S store, S store after exp
         ld_wf = nc * d * (wq + 1) + nc * ws + d * nc * (ws + 1)
         st_wf = d * wq + 2 * nc * ws
-        fp32 = (nc * d + 2 * nc) + (4 * nc) + 11 + (d * nc + 2 * d)
+        fp32 = (nc * d + 2 * nc) + (3 * nc) + 11 + (d * nc + 2 * d)
         #       QK FFMA, scale, max   exp loop: sub, mul(log2e), add   stats   PV FFMA, b*pv, a*O+
         sfu = nc + 3                        # exp per element; two exps and a reciprocal for the stats
         ldg = d + 2 + d                     # Q row, m and l, O row
@@ -85,7 +85,7 @@ def _tile_warp(d, Bc):
                    # the path of this warp
                    iters=2 * nc * d, conflict=nc * d * (wq - 1) + d * nc * (ws - 1) + d * (wq - 1)
                    + 3 * nc * (ws - 1),
-                   cfp32=6 * nc + 11 + 2 * d, csfu=nc + 3, cgmem=cdiv(d, 4) + 1 + d)
+                   cfp32=5 * nc + 11 + 2 * d, csfu=nc + 3, cgmem=cdiv(d, 4) + 1 + d)
         return {k: np.where(live, v, 0) for k, v in out.items()}
     return g
 
@@ -137,7 +137,7 @@ def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=None, pad=None, regs=None, 
     per_head = nd + nd + 2 * N * F32
     miss = 1.0 - l2_hit_fraction(resident * per_head, gpu.l2_bytes if l2_bytes is None else l2_bytes)
     dram_read = 2 * nd + per_head + (Tc - 1) * per_head * miss
-    dram_write = per_head - nd + nd + (Tc - 1) * (nd + 2 * N * F32) * miss
+    dram_write = (nd + 2 * N * F32) * (1 + (Tc - 1) * miss)           # O, l, m
 
     z = np.zeros(np.broadcast_shapes(*(np.shape(x) for x in (B, H, N, d, Br, Bc))))
     return Counts(

@@ -99,12 +99,12 @@ def _j_tile(d, Br, Bc, T, pad):
                   ld_bytes=Br * (nc + 2) * F32, st_bytes=Br * F32, other=rw * nc, add=Br * nc, fma=Br)
         # P4: exp, 2-D, consecutive words; m[r] read once per row and warp
         p4 = dict(lds=Br * (1 + nch), ld_wf=Br * (1 + nch), fp32=Br * nch * 2, sfu=Br * nch, sts=Br * nch,
-                  st_wf=Br * nch, ld_bytes=Br * (1 + nc) * F32, st_bytes=Br * nc * F32, other=Br * nch,
+                  st_wf=Br * nch, ld_bytes=Br * (WARP + nc) * F32, st_bytes=Br * nc * F32, other=Br * nch,
                   add=Br * nc, exp=Br * nc)
         # P6: O = alpha*O + P V; Ss broadcast, Vs and Os consecutive
         p6 = dict(lds=Br * (1 + dch * (2 * nc + 1)), ld_wf=Br * (1 + dch * (2 * nc + 1)),
                   fp32=Br * dch * (nc + 1), sts=Br * dch, st_wf=Br * dch,
-                  ld_bytes=Br * F32 * (1 + d * (2 * nc + 1)), st_bytes=Br * d * F32, other=Br * dch * nc,
+                  ld_bytes=Br * F32 * (WARP + d * (2 * nc + 1)), st_bytes=Br * d * F32, other=Br * dch * nc,
                   fma=Br * d * (nc + 1))
         out: dict = {}
         for part in (p1, p2, p3, p4, p5, p6):
@@ -148,11 +148,11 @@ def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=DEFAULT_THREADS, pad=DEFAUL
     valid_rows = N                                                    # rows written, over all Q tiles
     head["lds"] = head.get("lds", 0) + valid_rows * (1 + dch)
     head["ld_wf"] = head.get("ld_wf", 0) + valid_rows * (1 + dch)
-    head["ld_bytes"] = head.get("ld_bytes", 0) + valid_rows * (1 + d) * F32
+    head["ld_bytes"] = head.get("ld_bytes", 0) + valid_rows * (WARP + d) * F32   # l[r] read by all 32 lanes
     head["sfu"] = head.get("sfu", 0) + valid_rows
     head["fp32"] = head.get("fp32", 0) + valid_rows * (1 + dch)
     head["stg"] = valid_rows * dch
-    head["mul"] = head.get("mul", 0) + valid_rows * (1 + d)
+    head["mul"] = head.get("mul", 0) + valid_rows * (WARP + d)     # 1/l[r] on every lane, then O * (1/l)
     head["other"] = head.get("other", 0) + Tr * Br * dch + valid_rows * dch
 
     nd = N * d * F32

@@ -1,0 +1,118 @@
+"""The command line: output, --json keys, and one-line errors with exit code 2 for bad input."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from perfmodel.cli import main
+
+PRED = ["predict", "--gpu", "rtx3090", "--N", "512", "--Br", "32", "--Bc", "32"]
+
+
+def run(args):
+    r = CliRunner().invoke(main, args, env={"NO_COLOR": "1", "COLUMNS": "140"})
+    return r.exit_code, r.output, r.stderr if hasattr(r, "stderr") else ""
+
+
+def test_predict_table():
+    code, out, _ = run(PRED)
+    assert code == 0
+    for needle in ("fa1 on NVIDIA GeForce RTX 3090", "DRAM bytes", "L2 bytes", "shared-memory bytes",
+                   "FLOP/byte", "predicted time:", "bound:", "roofline time:", "bank conflicts"):
+        assert needle in out
+
+
+@pytest.mark.parametrize("extra", [[], ["--model", "seed"], ["--kernel", "fa2"], ["--kernel", "fa2", "--pad", "0"]])
+def test_predict_json_keys(extra):
+    code, out, _ = run(PRED + ["--json"] + extra)
+    assert code == 0
+    d = json.loads(out)
+    for k in ("gpu", "kernel", "params", "flops", "bytes", "smem_wavefronts", "time_s", "times_s", "bound",
+              "roofline_time_s"):
+        assert k in d
+    assert set(d["bytes"]) >= {"dram", "l2", "smem"}
+    assert d["time_s"] > 0 and d["bound"] in d["times_s"]
+    assert d["time_s"] >= d["roofline_time_s"]
+
+
+def test_predict_seed_matches_the_seed_module():
+    _, out, _ = run(PRED + ["--json", "--model", "seed"])
+    d = json.loads(out)
+    assert d["model"] == "seed" and d["bound"] == "l1"
+
+
+def test_gpus_list_and_show():
+    code, out, _ = run(["gpus"])
+    assert code == 0 and "h100-sxm" in out and "rtx3090" in out
+    code, out, _ = run(["gpus", "show", "h100"])
+    assert code == 0 and "sm_count" in out and "132" in out and "sources:" in out
+    code, out, _ = run(["gpus", "--json"])
+    assert {g["key"] for g in json.loads(out)} >= {"h100-sxm", "gtx1080"}
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--N", "0"], "N must be a positive integer, got 0"),
+    (["--N", "-5"], "N must be a positive integer"),
+    (["--N", "abc"], "N must be a positive integer, got 'abc'"),
+    (["--N", "1.5"], "N must be a positive integer, got '1.5'"),
+    (["--B", "0"], "B must be a positive integer"),
+    (["--d", "0"], "d must be a positive integer"),
+    (["--Br", "128", "--Bc", "128", "--d", "256"], "needs 458752 B of shared memory per block; NVIDIA GeForce RTX "
+                                                   "3090 allows at most 101376 B"),
+    (["--Br", "2048"], "fa1 runs Br = 2048 threads per block; NVIDIA GeForce RTX 3090 allows at most 1024"),
+    (["--kernel", "fa2", "--threads", "2048"], "fa2 with 2048 threads per block"),
+    (["--kernel", "fa2", "--threads", "100"], "multiple of 32"),
+    (["--kernel", "fa3"], "unknown kernel 'fa3'; known: fa1, fa2"),
+    (["--dtype", "bf16"], "fp32 only"),
+    (["--gpu", "v100"], "unknown GPU 'v100'; known:"),
+    (["--gpu", "/nonexistent/x.yaml"], "GPU spec file not found: /nonexistent/x.yaml"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, needle):
+    base = {"--gpu": "rtx3090", "--N": "512", "--Br": "32", "--Bc": "32"}
+    extra = []
+    i = 0
+    while i < len(args):
+        if args[i] in base:
+            base[args[i]] = args[i + 1]
+        else:
+            extra += args[i:i + 2]
+        i += 2
+    argv = ["predict"] + [x for kv in base.items() for x in kv] + extra
+    code, out, _ = run(argv)
+    assert code == 2, out
+    lines = [l for l in out.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], out
+    assert "Traceback" not in out
+
+
+def test_malformed_yaml_is_one_line(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("name: [oops\n")
+    code, out, _ = run(["predict", "--gpu", str(p), "--N", "64", "--Br", "16", "--Bc", "16"])
+    assert code == 2 and out.strip().startswith("error: ") and "malformed YAML" in out and len(out.strip().splitlines()) == 1
+
+
+def test_unreadable_yaml_is_one_line(tmp_path):
+    p = tmp_path / "dir.yaml"
+    p.mkdir()
+    code, out, _ = run(["gpus", "show", str(p)])
+    assert code == 2 and out.startswith("error: cannot read GPU spec file")
+
+
+def test_missing_option_is_one_line():
+    code, out, _ = run(["predict", "--gpu", "h100", "--Br", "32", "--Bc", "32"])
+    assert code == 2 and out.startswith("error: ") and len(out.strip().splitlines()) == 1
+
+
+def test_measure_without_torch_or_gpu_is_one_line(tmp_path):
+    code, out, _ = run(["measure", "--kernel", "fa1", "--grid", "examples/grids/seed.yaml", "--out",
+                        str(tmp_path / "x.csv")])
+    try:
+        import torch
+        has_gpu = torch.cuda.is_available()
+    except ImportError:
+        has_gpu = False
+    if has_gpu:
+        pytest.skip("a GPU is present")
+    assert code == 2 and out.startswith("error: ") and len(out.strip().splitlines()) == 1

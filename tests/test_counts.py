@@ -1,0 +1,95 @@
+"""Every closed form of the kernels' loop nests against a literal enumeration (tests/enumerate_kernels.py)."""
+
+import numpy as np
+import pytest
+
+import enumerate_kernels as enum
+from perfmodel import gpu
+from perfmodel.kernels import fa1, fa2
+
+H100 = gpu.resolve("h100")
+FIELDS = ["fma", "exp", "cmp", "add", "mul", "warp_fp32", "warp_sfu", "warp_lds", "warp_sts", "warp_ldg",
+          "warp_stg", "smem_ld_bytes", "smem_st_bytes", "smem_ld_wavefronts", "smem_st_wavefronts",
+          "l2_read_bytes", "l2_write_bytes", "grid_blocks", "threads_per_block", "smem_bytes_per_block"]
+
+# (B, H, N, d, Br, Bc): tiles that divide N and tiles that do not, partial warps (Br not a multiple of 32),
+# several warps, d below, at and above 32, strides that conflict (d = 8, 16, 32) and ones that do not.
+FA1_CASES = [
+    (1, 1, 16, 8, 8, 8), (1, 2, 20, 8, 8, 6), (2, 1, 33, 4, 16, 8), (1, 1, 40, 32, 32, 16),
+    (1, 1, 37, 16, 40, 12), (1, 1, 70, 8, 64, 32), (1, 1, 24, 5, 7, 5), (1, 1, 19, 3, 19, 20),
+    (1, 1, 9, 16, 4, 64), (1, 1, 66, 2, 33, 7),
+]
+FA2_CASES = [  # (B, H, N, d, Br, Bc, threads, pad)
+    (1, 1, 16, 8, 8, 8, 32, 1), (1, 2, 20, 8, 8, 6, 64, 1), (2, 1, 33, 32, 16, 8, 64, 0),
+    (1, 1, 40, 40, 12, 40, 96, 1), (1, 1, 37, 16, 40, 12, 128, 0), (1, 1, 70, 8, 33, 35, 32, 5),
+    (1, 1, 24, 5, 7, 5, 64, 2), (1, 1, 50, 64, 16, 16, 32, 0), (1, 1, 9, 16, 4, 64, 256, 1),
+]
+
+
+def _check(got, want, cfg):
+    for f in FIELDS:
+        assert float(np.asarray(getattr(got, f))) == want[f], f"{f} for {cfg}: closed form " \
+            f"{float(np.asarray(getattr(got, f)))} vs enumeration {want[f]}"
+
+
+@pytest.mark.parametrize("cfg", FA1_CASES)
+def test_fa1_closed_forms_equal_enumeration(cfg):
+    _check(fa1.counts(H100, *cfg), enum.fa1(*cfg), cfg)
+
+
+@pytest.mark.parametrize("cfg", FA2_CASES)
+def test_fa2_closed_forms_equal_enumeration(cfg):
+    B, H, N, d, Br, Bc, T, pad = cfg
+    _check(fa2.counts(H100, B, H, N, d, Br, Bc, threads=T, pad=pad), enum.fa2(*cfg), cfg)
+
+
+def _aligned(N, d, Br):
+    # sector counts assume runs that start on a 32-B sector: d, N and Br multiples of 8 floats
+    return N % 8 == 0 and d % 8 == 0 and Br % 8 == 0
+
+
+@pytest.mark.parametrize("cfg", [c for c in FA1_CASES if _aligned(c[2], c[3], c[4])])
+def test_fa1_sectors_for_aligned_rows(cfg):
+    assert float(fa1.counts(H100, *cfg).gld_sectors) == enum.fa1(*cfg)["gld_sectors"]
+
+
+@pytest.mark.parametrize("cfg", [c for c in FA2_CASES if _aligned(c[2], c[3], c[4])])
+def test_fa2_sectors_for_aligned_rows(cfg):
+    B, H, N, d, Br, Bc, T, pad = cfg
+    got = float(fa2.counts(H100, B, H, N, d, Br, Bc, threads=T, pad=pad).gld_sectors)
+    assert got == enum.fa2(*cfg)["gld_sectors"]
+
+
+def test_counts_are_vectorised():
+    # arrays of configurations give the same numbers as one configuration at a time
+    Ns = np.array([16, 20, 33, 40])
+    batch = fa1.counts(H100, 1, 1, Ns, 8, 8, 6)
+    for i, n in enumerate(Ns):
+        one = fa1.counts(H100, 1, 1, int(n), 8, 8, 6)
+        for f in FIELDS:
+            assert np.asarray(getattr(batch, f))[i] == float(np.asarray(getattr(one, f)))
+
+
+def test_flops_of_the_two_matmuls_dominate_at_scale():
+    # Q K^T and P V are 2 N^2 d FMAs per head; everything else is O(N^2) or O(N d)
+    c = fa2.counts(H100, 1, 1, 1024, 64, 64, 64)
+    assert float(c.fma) == pytest.approx(2 * 1024 * 1024 * 64, rel=0.02)
+    c1 = fa1.counts(H100, 1, 1, 1024, 64, 64, 64)
+    assert float(c1.fma) == pytest.approx(2 * 1024 * 1024 * 64, rel=0.02)
+
+
+def test_dram_traffic_is_compulsory_when_the_working_set_fits():
+    B, H, N, d = 2, 4, 512, 32
+    c1 = fa1.counts(H100, B, H, N, d, 32, 32)
+    # Q, K, V and the initial O, l, m read once; O, l, m written once
+    assert float(c1.dram_read_bytes) == B * H * (4 * N * d + 2 * N) * 4
+    assert float(c1.dram_write_bytes) == B * H * (N * d + 2 * N) * 4
+    c2 = fa2.counts(H100, B, H, N, d, 32, 32)
+    assert float(c2.dram_read_bytes) == B * H * 3 * N * d * 4
+    assert float(c2.dram_write_bytes) == B * H * N * d * 4
+
+
+def test_dram_rereads_appear_when_the_working_set_exceeds_l2():
+    big = fa1.counts(H100, 32, 16, 4096, 128, 64, 64)   # 512 heads x 4 MB of Q/O: far beyond 50 MB of L2
+    compulsory = 32 * 16 * (4 * 4096 * 128 + 2 * 4096) * 4
+    assert float(big.dram_read_bytes) > 2 * compulsory

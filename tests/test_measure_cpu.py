@@ -1,0 +1,52 @@
+"""Measurement plumbing that needs no GPU: grid expansion, appended rows, resume keys."""
+
+import csv
+
+import pytest
+
+from perfmodel.errors import InputError
+from perfmodel.measure import grid, runner
+
+
+def test_seed_grid_expands_to_16():
+    cfgs = grid.expand(grid.load("examples/grids/seed.yaml"), "fa1")
+    assert len(cfgs) == 16
+    assert {(c.Br, c.Bc) for c in cfgs} == {(16, 16), (32, 32), (64, 16), (16, 64)}
+    assert all(c.threads == c.Br and c.pad == 0 for c in cfgs)          # fa1 runs Br threads, no padding
+    cfgs2 = grid.expand(grid.load("examples/grids/seed.yaml"), "fa2")
+    assert all(c.threads == 128 and c.pad == 1 for c in cfgs2)
+
+
+def test_shuffle_keeps_the_first_set_in_front():
+    raw = grid.load("examples/grids/h100-fa2.yaml")
+    cfgs = grid.expand(raw, "fa2")
+    assert [(c.N, c.Br, c.Bc) for c in cfgs[:4]] == [(64, 16, 16), (64, 32, 32), (64, 64, 16), (64, 16, 64)]
+    assert cfgs == grid.expand(raw, "fa2")                              # the order is fixed
+    assert len(cfgs) == len(set(cfgs))
+
+
+@pytest.mark.parametrize("text,needle", [("sets: []\n", "expected a 'sets' list"),
+                                         ("sets:\n  - {B: [1], Q: [2]}\n", "unknown key 'Q'"),
+                                         ("sets: [oops\n", "malformed YAML")])
+def test_bad_grids(tmp_path, text, needle):
+    p = tmp_path / "g.yaml"
+    p.write_text(text)
+    with pytest.raises(InputError, match=needle):
+        grid.load(p)
+
+
+def test_rows_are_appended_and_a_rerun_sees_them(tmp_path):
+    out = tmp_path / "m.csv"
+    key = dict(kernel="fa1", B=1, H=4, N=64, d=32, Br=16, Bc=16, threads=16, pad=0, dtype="fp32", l2_flush=1)
+    a = runner.Appender(out, runner.COLUMNS)
+    a.add(dict(key, median_ms="1.0"))
+    a.close()
+    # a second writer (a rerun) appends without a second header
+    b = runner.Appender(out, runner.COLUMNS)
+    b.add(dict(key, N=128, median_ms="2.0"))
+    b.close()
+    rows = runner.read_rows(out)
+    assert [r["N"] for r in rows] == ["64", "128"]
+    assert open(out).read().count("kernel,") == 1
+    assert runner.row_key(rows[0]) == runner.row_key({k: str(v) for k, v in key.items()})
+    assert list(csv.reader(open(out)))[0] == runner.COLUMNS
