@@ -217,13 +217,17 @@ def probe(gpu_name, out_path, verbose):
 @click.option("--gpu", "gpu_name", default=None, help="predict with this spec instead of the one matching each row")
 @click.option("--calibration", "cal_path", default=None, help="calibration YAML (default: the shipped one)")
 @click.option("--no-calibration", is_flag=True, help="use spec-derived constants only")
+@click.option("--no-fits", is_flag=True, help="leave out path costs fitted to kernel timings (probe constants only)")
+@click.option("--split", type=click.Choice(["test", "train", "all"]), default="test", show_default=True,
+              help="rows to score: held out from fitting (test), the training split, or all")
 @click.option("--worst", default=0, show_default=True, help="also list the N worst rows")
 @click.option("--json", "as_json", is_flag=True)
-def validate(files, gpu_name, cal_path, no_calibration, worst, as_json):
+def validate(files, gpu_name, cal_path, no_calibration, no_fits, split, worst, as_json):
     """Compare predictions (ours and the seed's) with measured CSV rows."""
     from perfmodel import validate as val
 
-    evals = val.evaluate(val.read_measurements(files, note=lambda m: err.print(m)), gpu_name, cal_path, use_builtin_calibration=not no_calibration)
+    evals = val.evaluate(val.read_measurements(files, note=lambda m: err.print(m)), gpu_name, cal_path,
+                         use_builtin_calibration=not no_calibration, split=split, use_fits=not no_fits)
     summaries = [e.summary() for e in evals]
     if as_json:
         keyed = {}
@@ -232,17 +236,20 @@ def validate(files, gpu_name, cal_path, no_calibration, worst, as_json):
             keyed[key] = s
         click.echo(json.dumps(keyed, indent=2))
         return
-    t = Table(title="predicted vs measured (absolute percent error)", title_justify="left", show_edge=False)
-    for col in ("kernel", "GPU", "n", "MAPE", "median", "worst", "Spearman", "seed MAPE", "seed median", "seed worst",
-                "seed Spearman"):
-        t.add_column(col, justify="right" if col not in ("kernel", "GPU") else "left")
+    t = Table(title=f"predicted vs measured (absolute percent error), {split} rows", title_justify="left",
+              show_edge=False)
+    for col in ("kernel", "GPU", "n", "path costs", "MAPE", "median", "worst", "Spearman", "seed MAPE",
+                "seed median", "seed worst", "seed Spearman"):
+        t.add_column(col, justify="right" if col not in ("kernel", "GPU", "path costs") else "left")
     for s in summaries:
-        t.add_row(s["kernel"], s["gpu"], str(s["n"]), f"{s['mape']:.1f}%", f"{s['median_ape']:.1f}%",
+        t.add_row(s["kernel"], s["gpu"], str(s["n"]), "fitted" if s["path_costs_fitted"] else "probe",
+                  f"{s['mape']:.1f}%", f"{s['median_ape']:.1f}%",
                   f"{s['max_ape']:.1f}%", f"{s['spearman']:.3f}", f"{s['seed_mape']:.1f}%",
                   f"{s['seed_median_ape']:.1f}%", f"{s['seed_max_ape']:.0f}%", f"{s['seed_spearman']:.3f}")
     out.print(t)
     out.print("Spearman: rank correlation over tile configurations at fixed (B, H, N, d), averaged over groups "
-              "of three or more.")
+              "of three or more. Path costs: 'probe' = microbenchmark constants only; 'fitted' = the kernel's path "
+              "costs were fitted on the training split (perfmodel fit), which 'test' rows exclude.")
     if worst:
         for e in evals:
             order = np.argsort(-e.ape)[:worst]
@@ -254,3 +261,42 @@ def validate(files, gpu_name, cal_path, no_calibration, worst, as_json):
                           report.si(e.measured_s[i], "s"), report.si(e.predicted_s[i], "s"),
                           f"{(e.predicted_s[i] / e.measured_s[i] - 1) * 100:+.1f}%")
             out.print(w)
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True)
+@click.option("--kernel", required=True, help="kernel whose path costs to fit")
+@click.option("--gpu", "gpu_name", default=None, help="spec (default: matched by the rows' GPU name)")
+@click.option("--calibration", "cal_path", required=True, help="calibration YAML to add the fit to (rewritten)")
+def fit(files, kernel, gpu_name, cal_path):
+    """Fit a kernel's latency-path costs on the training split of measured rows; store them in a calibration."""
+    import datetime
+    import shlex
+    import sys as _sys
+
+    import yaml
+
+    from perfmodel import fit as fit_mod, validate as val
+
+    rows = [r for r in val.read_measurements(files, note=lambda m: err.print(m)) if r["kernel"] == kernel]
+    if not rows:
+        raise InputError(f"no rows of kernel {kernel} in the given files")
+    spec = gpu_mod.resolve(gpu_name) if gpu_name else gpu_mod.match_device_name(rows[0]["gpu_name"])
+    if spec is None:
+        raise InputError(f"no built-in spec matches '{rows[0]['gpu_name']}'; pass --gpu")
+    cal = calibration.load(cal_path, spec)
+    cal = calibration.dataclasses.replace(cal, path_fits={k: v for k, v in cal.path_fits.items() if k != kernel})
+    result = fit_mod.fit_path(spec, cal, kernel, rows)
+    result["training"]["data"] = sorted({r["_file"] for r in rows})
+    result["training"]["command"] = " ".join(["perfmodel"] + [shlex.quote(a) for a in _sys.argv[1:]])
+    with open(cal_path) as f:
+        text = f.read()
+    header = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
+    raw = yaml.safe_load(text)
+    raw.setdefault("path_fits", {})[kernel] = result
+    with open(cal_path, "w") as f:
+        f.write(header)
+        yaml.safe_dump(raw, f, sort_keys=False)
+    err.print(f"{kernel}: {result['training']['rows']} training rows, MAPE on them "
+              f"{result['training']['mape_on_training_rows']:.1f}%; costs {', '.join(f'{k}={v:.3g}' for k, v in result['costs'].items())}")
+    err.print(f"wrote path_fits.{kernel} into {cal_path}; score it with: perfmodel validate FILE.csv (held-out rows)")

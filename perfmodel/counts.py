@@ -45,12 +45,18 @@ class Counts:
     smem_bytes_per_block: np.ndarray
     regs_per_thread: np.ndarray
     # --- latency chain: one block's critical path, through its slowest warp (see timing.py) --------------
-    chain_iters: np.ndarray        # inner dot-product iterations (LDS pair + FFMA) on the path
+    chain_dot: np.ndarray          # dot-product steps (two LDS and a dependent FFMA) on the path
+    chain_red: np.ndarray          # reduction steps (one LDS and a dependent FMNMX/FADD) on the path
+    chain_exp: np.ndarray          # exp steps (LDS, FADD, __expf, STS) on the path
+    chain_outer: np.ndarray        # set-up instructions of outer-loop iterations on the path
     chain_conflict_wf: np.ndarray  # shared wavefronts beyond one per instruction on the path (replays)
     chain_fp32: np.ndarray         # other FP32 instructions on the path
-    chain_sfu: np.ndarray          # MUFU instructions on the path
+    chain_sfu: np.ndarray          # other MUFU instructions on the path
     chain_gmem: np.ndarray         # global-memory round trips on the path
     chain_syncs: np.ndarray        # __syncthreads on the path
+
+    PATH_FEATURES = ("chain_dot", "chain_red", "chain_exp", "chain_outer", "chain_conflict_wf", "chain_fp32",
+                     "chain_sfu", "chain_gmem", "chain_syncs")
 
     @property
     def flops(self) -> np.ndarray:

@@ -31,7 +31,7 @@ def predict_arrays(gpu: GPUSpec, kernel: str, cal: Calibration, B, H, N, d, Br, 
     threads = k.DEFAULT_THREADS if threads is None else threads
     pad = k.DEFAULT_PAD if pad is None else pad
     c = k.counts(gpu, B, H, N, d, Br, Bc, threads=threads, pad=pad, regs=regs, l2_bytes=cal.l2_effective_bytes)
-    t = timing.predict(c, gpu, cal)
+    t = timing.predict(c, gpu, cal, kernel)
     roof = np.maximum(c.flops / gpu.fp32_flops, c.dram_bytes / gpu.dram_bw_peak)
     return Prediction(counts=c, timing=t, roofline_time_s=roof)
 

@@ -5,6 +5,7 @@ memory), never from the kernel timings the model is scored on:
 
 * iter_cycles, conflict_cycles: one warp per SM running ``sum += A[lane*s + x] * B[x]`` for lane strides s
   with gcd(s, 32) = 1..32 (conflict degree k); cycles per step fitted as iter + (k - 1) * conflict;
+* red_cycles, exp_cycles: the same loop as a max-reduction and as an in-place exp, one warp per SM;
 * smem_wavefronts_per_clk: the same loop with 32 warps per SM (throughput);
 * overlap_p: the p of the latency/throughput p-norm that best reproduces that loop at 1..32 warps per SM;
 * fp32 and ex2 lanes per clock: 8 independent FMA / __expf chains per thread over a full grid;
@@ -45,11 +46,11 @@ def _events(torch, fn, reps=5):
     return float(np.median(times))
 
 
-def _dot_cycles(torch, ext, sm, warps, stride):
+def _dot_cycles(torch, ext, sm, warps, stride, mode=0):
     cycles = torch.zeros(sm, dtype=torch.int64, device="cuda")
     sink = torch.zeros(1, device="cuda")
-    ext.probe_dot(cycles, sink, sm, warps, stride, DOT_N, DOT_ITERS)   # warm-up
-    ext.probe_dot(cycles, sink, sm, warps, stride, DOT_N, DOT_ITERS)
+    ext.probe_dot(cycles, sink, sm, warps, stride, DOT_N, DOT_ITERS, mode)   # warm-up
+    ext.probe_dot(cycles, sink, sm, warps, stride, DOT_N, DOT_ITERS, mode)
     torch.cuda.synchronize()
     return float(np.median(cycles.cpu().numpy())) / (DOT_ITERS * DOT_N)   # cycles per step per warp-sequence
 
@@ -88,6 +89,10 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
     (iter_cycles, conflict_cycles), *_ = np.linalg.lstsq(A, y, rcond=None)
     log(f"dot step, 1 warp/SM: {dict((s, round(v, 2)) for s, v in lat.items())} cycles -> iter {iter_cycles:.2f}, "
         f"conflict {conflict_cycles:.2f}")
+    red_cycles = _dot_cycles(torch, ext, sm, 1, 1, mode=1)
+    exp_cycles = _dot_cycles(torch, ext, sm, 1, 1, mode=2)
+    raw.update(red_cycles_per_step_1warp=red_cycles, exp_cycles_per_step_1warp=exp_cycles)
+    log(f"reduction step {red_cycles:.2f} cycles, exp step {exp_cycles:.2f} cycles (1 warp/SM, conflict-free)")
 
     # 2. throughput and the latency/throughput blend: 1..32 warps per SM, k = 1 and k = 32
     grid = {(w, s): _dot_cycles(torch, ext, sm, w, s) for w in WARPS for s in (1, 32)}
@@ -177,7 +182,7 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
     launch = Bencher(torch, flush=True).run(ext.probe_empty, min_runs=50, max_runs=200).median_ms * 1e-3
     log(f"empty kernel, timed as measure times kernels: {launch * 1e6:.2f} µs")
 
-    values = dict(dram_bw_bps=dram_bw, l2_bw_bps=l2_bw, l2_effective_bytes=l2_eff, smem_wavefronts_per_clk=smem_wf_per_clk,
+    values = dict(red_cycles=red_cycles, exp_cycles=exp_cycles, dram_bw_bps=dram_bw, l2_bw_bps=l2_bw, l2_effective_bytes=l2_eff, smem_wavefronts_per_clk=smem_wf_per_clk,
                   fp32_lanes_per_clk=fp32_lanes, sfu_lanes_per_clk=sfu_lanes, iter_cycles=float(iter_cycles),
                   conflict_cycles=float(conflict_cycles), fp32_latency_cycles=spec.fp32_latency_cycles,
                   sfu_latency_cycles=spec.sfu_latency_cycles, gmem_latency_cycles=l2_lat, sync_cycles=sync,

@@ -44,7 +44,7 @@ def _pnorm(parts, p):
     return np.where(top > 0, safe * sum((x / safe) ** p for x in parts) ** (1.0 / p), 0.0)
 
 
-def predict(c: Counts, gpu: GPUSpec, cal: Calibration) -> Timing:
+def predict(c: Counts, gpu: GPUSpec, cal: Calibration, kernel: str) -> Timing:
     grid = np.asarray(c.grid_blocks, dtype=float)
     bpsm = blocks_per_sm(gpu, c.threads_per_block, c.regs_per_thread, c.smem_bytes_per_block).astype(float)
     bpsm_safe = np.maximum(bpsm, 1)
@@ -73,9 +73,8 @@ def predict(c: Counts, gpu: GPUSpec, cal: Calibration) -> Timing:
             "smem": r * wf / cal.smem_wavefronts_per_clk,
         }
 
-    lat = (c.chain_iters * cal.iter_cycles + c.chain_conflict_wf * cal.conflict_cycles
-           + c.chain_fp32 * cal.fp32_latency_cycles + c.chain_sfu * cal.sfu_latency_cycles
-           + c.chain_gmem * cal.gmem_latency_cycles + c.chain_syncs * cal.sync_cycles)
+    costs = cal.path_costs(kernel)
+    lat = sum(getattr(c, f) * costs[f] for f in Counts.PATH_FEATURES)
 
     def round_cycles(r):
         t = thr_cycles(r)

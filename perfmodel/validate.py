@@ -90,6 +90,8 @@ class Evaluation:
     predicted_s: np.ndarray
     seed_s: np.ndarray
     files: list
+    split: str = "test"
+    fitted: bool = False
 
     @property
     def ape(self):
@@ -104,7 +106,8 @@ class Evaluation:
         sp, ng = grouped_spearman(groups, self.predicted_s, self.measured_s)
         ssp, _ = grouped_spearman(groups, self.seed_s, self.measured_s)
         return {
-            "kernel": self.kernel, "gpu": self.gpu, "n": self.n,
+            "kernel": self.kernel, "gpu": self.gpu, "n": self.n, "split": self.split,
+            "path_costs_fitted": self.fitted,
             "mape": float(self.ape.mean()), "median_ape": float(np.median(self.ape)), "max_ape": float(self.ape.max()),
             "spearman": sp, "spearman_groups": ng,
             "seed_mape": float(self.seed_ape.mean()), "seed_median_ape": float(np.median(self.seed_ape)),
@@ -113,18 +116,32 @@ class Evaluation:
         }
 
 
+SPLITS = ("test", "train", "all")
+
+
 def evaluate(rows: list[dict], gpu_name: str | None = None, cal_path: str | None = None,
-             use_builtin_calibration: bool = True) -> list[Evaluation]:
-    """Predict every row with the spec matching its GPU (or ``gpu_name``), grouped by (kernel, GPU)."""
+             use_builtin_calibration: bool = True, split: str = "test", use_fits: bool = True) -> list[Evaluation]:
+    """Predict every row with the spec matching its GPU (or ``gpu_name``), grouped by (kernel, GPU).
+
+    ``split``: "test" leaves out the training split that path costs may be fitted on (perfmodel.fit), so the
+    figures are on held-out data; "train" keeps only those rows; "all" keeps every row."""
+    from perfmodel.fit import in_training_split
+
+    if split not in SPLITS:
+        raise InputError(f"unknown split '{split}'; known: {', '.join(SPLITS)}")
     by = defaultdict(list)
     for r in rows:
+        if split != "all" and in_training_split(r) != (split == "train"):
+            continue
         by[(r["kernel"], r["gpu_name"])].append(r)
+    if not by:
+        raise InputError(f"no rows in the '{split}' split")
     out = []
     for (kernel, device), rs in sorted(by.items()):
         spec = gpu_mod.resolve(gpu_name) if gpu_name else gpu_mod.match_device_name(device)
         if spec is None:
             raise InputError(f"no built-in spec matches the measured GPU '{device}'; pass --gpu")
-        cal = cal_mod.resolve(spec, cal_path, use_builtin=use_builtin_calibration)
+        cal = cal_mod.resolve(spec, cal_path, use_builtin=use_builtin_calibration, use_fits=use_fits)
         P = {k: np.array([int(r[k]) for r in rs]) for k in INT_COLUMNS}
         regs = np.array([int(r["regs_per_thread"]) if r.get("regs_per_thread") else 0 for r in rs])
         regs = np.where(regs > 0, regs, np.nan)
@@ -134,5 +151,6 @@ def evaluate(rows: list[dict], gpu_name: str | None = None, cal_path: str | None
                                     regs=np.where(np.isnan(regs), model.default_regs(kernel), regs).astype(int))
         seed = seed_model.predict(spec, P["B"], P["H"], P["N"], P["d"], P["Br"], P["Bc"])
         out.append(Evaluation(kernel, spec.key, len(rs), P, meas, np.asarray(pred.time_s, float),
-                              np.asarray(seed.time_s, float), [r["_file"] for r in rs]))
+                              np.asarray(seed.time_s, float), [r["_file"] for r in rs], split,
+                              kernel in cal.path_fits))
     return out

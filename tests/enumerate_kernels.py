@@ -89,14 +89,14 @@ def fa1(B, H, N, d, Br, Bc) -> Counter:
                     for y in range(nc):
                         lds([(tx * Bc + y) * F for tx in lanes])
                         fp32(lanes, "add")                       # S - row_m
-                        fp32(lanes, "exp", flops_kind=False)     # FMUL by log2 e inside __expf
+                        fp32(lanes, "exp", 3, flops_kind=False)  # __expf: three FMULs around MUFU.EX2
                         sfu(lanes)
                         c["exp"] += len(lanes)
                         sts([(tx * Bc + y) * F for tx in lanes])
                         fp32(lanes, "add")                       # row_l += p
                     fp32(lanes, "cmp")                           # m_new
                     fp32(lanes, "add", 2)                        # m_prev - m_new, row_m - m_new
-                    fp32(lanes, "exp", 2, flops_kind=False)
+                    fp32(lanes, "exp", 6, flops_kind=False)  # two __expf
                     sfu(lanes, 2)
                     c["exp"] += 2 * len(lanes)
                     fp32(lanes, "mul")                           # e_prev * l_prev
@@ -197,7 +197,7 @@ def fa2(B, H, N, d, Br, Bc, threads, pad) -> Counter:
                         lds([(r * bcp + cc) * F for r in rows])
                         fp32(rows, "cmp")
                     fp32(rows, "add")                 # mo - mx
-                    fp32(rows)                        # FMUL inside __expf
+                    fp32(rows, None, 3)               # the three FMULs of __expf
                     c["warp_sfu"] += 1
                     c["exp"] += len(rows)
                     sts([r * F for r in rows])        # al
@@ -208,7 +208,7 @@ def fa2(B, H, N, d, Br, Bc, threads, pad) -> Counter:
                         for cs in chunks(nc):
                             lds([(r * bcp + cc) * F for cc in cs])
                             fp32(cs, "add")
-                            fp32(cs)
+                            fp32(cs, None, 3)         # the three FMULs of __expf
                             c["warp_sfu"] += 1
                             c["exp"] += len(cs)
                             sts([(r * bcp + cc) * F for cc in cs])

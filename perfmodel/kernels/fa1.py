@@ -33,6 +33,19 @@ from perfmodel.occupancy import blocks_per_sm
 NAME = "fa1"
 SOURCE = "fa1.cu"
 DESCRIPTION = "FlashAttention-1 order (seed 000): grid (B, H), one thread per query row, O/l/m in global memory"
+# Instructions beyond the counted arithmetic and memory ones (address arithmetic, loop control, predicates),
+# per step of each loop, read off the kernel's SASS for sm_90 (examples/measurements/h100/sass/fa1.sass; the
+# 16-way unrolled bodies at 0x2ac0 (Q K^T: 27 per 16 steps), 0x4b40 (P V: 30 per 16), 0x1840 (Q row load:
+# 31 per 16), 0x0910 (K/V row load: 10 per 16 elements of K and V), 0x3720 (exp loop: 10 per 4 steps)),
+# plus an estimate for the set-up of each outer iteration and each tile.
+OTHER_QK_STEP = 27 / 16
+OTHER_PV_STEP = 30 / 16
+OTHER_QLOAD_STEP = 31 / 16
+OTHER_KVLOAD_STEP = 10 / 16
+OTHER_EXP_STEP = 10 / 4
+OTHER_OUTER_ITER = 48     # half the ~100 static instructions of the outer-loop bodies in the SASS (checked against ncu)
+OTHER_TILE = 24               # estimate: per (i, j) step: row index, m/l addresses, branches
+FP32_PER_EXP = 3              # __expf: FMUL by log2 e, then MUFU.EX2 between two predicated FMULs (SASS)
 # Registers per thread of the compiled kernel: tiles and d are run-time arguments, so one build serves all
 # configurations. Value reported by ptxas -v for sm_90 (nvcc 13.0) and by cudaFuncGetAttributes on the H100.
 REGS_PER_THREAD = 32
@@ -68,14 +81,15 @@ def _tile_warp(d, Bc):
         sts = d + nc + nc                   # Qi store, S store, S store after exp
         ld_wf = nc * d * (wq + 1) + nc * ws + d * nc * (ws + 1)
         st_wf = d * wq + 2 * nc * ws
-        fp32 = (nc * d + 2 * nc) + (3 * nc) + 11 + (d * nc + 2 * d)
-        #       QK FFMA, scale, max   exp loop: sub, mul(log2e), add   stats   PV FFMA, b*pv, a*O+
+        fp32 = (nc * d + 2 * nc) + ((1 + FP32_PER_EXP + 1) * nc) + (9 + 2 * FP32_PER_EXP) + (d * nc + 2 * d)
+        #       QK FFMA, scale, max   exp loop: sub, exp, add           stats       PV FFMA, b*pv, a*O+
         sfu = nc + 3                        # exp per element; two exps and a reciprocal for the stats
         ldg = d + 2 + d                     # Q row, m and l, O row
         stg = d + 2
         sectors = (d * strided_sectors(a, d * F32) + 2 * strided_sectors(a, F32)
                    + d * strided_sectors(a, d * F32))
-        other = 2 * nc * d + 2 * nc + 2 * d  # loop control, one per inner iteration
+        other = (nc * d * OTHER_QK_STEP + d * nc * OTHER_PV_STEP + nc * (OTHER_EXP_STEP + OTHER_OUTER_ITER)
+                 + d * (OTHER_QLOAD_STEP + OTHER_OUTER_ITER) + OTHER_TILE)
         out = dict(lds=lds, sts=sts, ld_wf=ld_wf, st_wf=st_wf, fp32=fp32, sfu=sfu, ldg=ldg, stg=stg,
                    sectors=sectors, other=other,
                    ld_bytes=F32 * a * lds, st_bytes=F32 * a * sts,
@@ -83,9 +97,9 @@ def _tile_warp(d, Bc):
                    fma=a * (2 * nc * d + d + 1), exp=a * (nc + 2), cmp=a * (nc + 1),
                    add=a * (2 * nc + 2), mul=a * (nc + 5 + d),
                    # the path of this warp
-                   iters=2 * nc * d, conflict=nc * d * (wq - 1) + d * nc * (ws - 1) + d * (wq - 1)
+                   cdot=2 * nc * d, cexp=nc, couter=(nc + 2 * d) * OTHER_OUTER_ITER + OTHER_TILE, conflict=nc * d * (wq - 1) + d * nc * (ws - 1) + d * (wq - 1)
                    + 3 * nc * (ws - 1),
-                   cfp32=5 * nc + 11 + 2 * d, csfu=nc + 3, cgmem=cdiv(d, 4) + 1 + d)
+                   cfp32=2 * nc + 9 + 2 * FP32_PER_EXP + 2 * d, csfu=3, cgmem=cdiv(d, 4) + 1 + d)
         return {k: np.where(live, v, 0) for k, v in out.items()}
     return g
 
@@ -96,7 +110,7 @@ def _kv_warp(d):
         live = a > 0
         w = banks.strided(d, a)
         out = dict(ldg=2 * d, sts=2 * d, st_wf=2 * d * w, sectors=2 * d * strided_sectors(a, d * F32),
-                   other=d, st_bytes=2 * d * a * F32)
+                   other=2 * d * OTHER_KVLOAD_STEP + OTHER_OUTER_ITER, st_bytes=2 * d * a * F32)
         return {k: np.where(live, v, 0) for k, v in out.items()}
     return g
 
@@ -112,7 +126,7 @@ def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=None, pad=None, regs=None, 
     blk = {k: over_tiles(N, Br, Bc, lambda nc, nr, k=k: over_warps(nr, lambda a: tw(nc, a)[k])) for k in keys}
     # the path: the first (fullest) warp of each Q tile
     path = {k: over_tiles(N, Br, Bc, lambda nc, nr, k=k: tw(nc, np.minimum(nr, 32))[k])
-            for k in ["iters", "conflict", "cfp32", "csfu", "cgmem"]}
+            for k in ["cdot", "cexp", "couter", "conflict", "cfp32", "csfu", "cgmem"]}
     # K/V loads: per j tile, rows r = tx + k*Br for k < ceil(nc/Br)
     kvw = _kv_warp(d)
 
@@ -153,7 +167,8 @@ def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=None, pad=None, regs=None, 
         dram_read_bytes=BH * dram_read + z, dram_write_bytes=BH * dram_write + z,
         grid_blocks=BH + z, threads_per_block=Br + z, smem_bytes_per_block=smem_bytes(d, Br, Bc) + z,
         regs_per_thread=regs + z,
-        chain_iters=path["iters"] + z, chain_conflict_wf=path["conflict"] + z, chain_fp32=path["cfp32"] + z,
+        chain_dot=path["cdot"] + z, chain_red=z, chain_exp=path["cexp"] + z, chain_outer=path["couter"] + z,
+        chain_conflict_wf=path["conflict"] + z, chain_fp32=path["cfp32"] + z,
         chain_sfu=path["csfu"] + z, chain_gmem=path["cgmem"] + z, chain_syncs=2 * Tc + z,
     )
 

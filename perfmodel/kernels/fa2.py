@@ -32,6 +32,20 @@ from perfmodel.occupancy import blocks_per_sm
 NAME = "fa2"
 SOURCE = "fa2.cu"
 DESCRIPTION = "FlashAttention-2 order (seed 001): one block per (Q tile, b, h), 2-D block, O on chip, padded tiles"
+# Instructions beyond the counted arithmetic and memory ones, per step of each loop, read off the kernel's SASS
+# for sm_90 (examples/measurements/h100/sass/fa2.sass): P1 0x21a0 (60 per 16 row-chunks), P2 0x37e0 (23 per 16
+# steps), P3/P5 0x4b70/0x5f20 (12 per 16 steps), P4 0x4700 (16 per 4 chunks), P6 0x6c50 (28 per 16 steps),
+# prologue 0x0860 (40 per 16), epilogue 0x7e40 (8 per 16); plus estimates for outer-loop and per-tile set-up.
+OTHER_P1 = 60 / 16
+OTHER_P2_STEP = 23 / 16
+OTHER_ROW_STEP = 12 / 16
+OTHER_P4_CHUNK = 16 / 4
+OTHER_P6_STEP = 28 / 16
+OTHER_PROLOGUE = 40 / 16
+OTHER_EPILOGUE = 8 / 16
+OTHER_OUTER_ITER = 48     # half the ~100 static instructions of the outer-loop bodies in the SASS (checked against ncu)
+OTHER_TILE = 40           # estimate: per K/V tile: bounds, five barriers, loop control
+FP32_PER_EXP = 3          # __expf: FMUL by log2 e, then MUFU.EX2 between two predicated FMULs (SASS)
 REGS_PER_THREAD = 48     # ptxas for sm_90 (nvcc 13.0); one build serves every tile (run-time arguments)
 DEFAULT_THREADS = 128
 DEFAULT_PAD = 1
@@ -82,29 +96,33 @@ def _j_tile(d, Br, Bc, T, pad):
         nch, a0 = _chunks(nc)
         # P1: K and V rows, 2-D, conflict-free consecutive words
         p1 = dict(ldg=2 * nc * dch, sts=2 * nc * dch, st_wf=2 * nc * dch, st_bytes=2 * nc * d * F32,
-                  sectors=2 * nc * cdiv(d * F32, 32), other=2 * nc * dch)
+                  sectors=2 * nc * cdiv(d * F32, 32), other=nc * dch * OTHER_P1 + OTHER_TILE)
         # P2: S = Q K^T; Qs broadcast, Ks at lane stride dp
         kwf = _sum_chunks(nc, lambda a: np.where(a > 0, banks.strided(dp, a), 0))
         p2 = dict(lds=Br * nch * 2 * d, ld_wf=Br * d * (nch + kwf), fp32=Br * nch * (d + 1),
                   sts=Br * nch, st_wf=Br * nch, ld_bytes=Br * F32 * d * (nc + nc), st_bytes=Br * nc * F32,
-                  other=Br * nch * d, fma=Br * nc * d, mul=Br * nc)
+                  other=Br * nch * (d * OTHER_P2_STEP + OTHER_OUTER_ITER), fma=Br * nc * d, mul=Br * nc)
         # P3 and P5: one thread per row, Ss at lane stride bcp
         swf = lambda a: np.where(a > 0, banks.strided(bcp, a), 0)
         rw = _row_threads(Br, T, lambda a: (a > 0).astype(np.int64))      # row-warps
         rwf = _row_threads(Br, T, swf)
-        p3 = dict(lds=rw * (1 + nc), ld_wf=rw + nc * rwf, fp32=rw * (nc + 2), sfu=rw, sts=2 * rw, st_wf=2 * rw,
-                  ld_bytes=Br * (1 + nc) * F32, st_bytes=2 * Br * F32, other=rw * nc,
+        p3 = dict(lds=rw * (1 + nc), ld_wf=rw + nc * rwf, fp32=rw * (nc + 1 + FP32_PER_EXP), sfu=rw, sts=2 * rw,
+                  st_wf=2 * rw, ld_bytes=Br * (1 + nc) * F32, st_bytes=2 * Br * F32,
+                  other=rw * (nc * OTHER_ROW_STEP + OTHER_OUTER_ITER),
                   cmp=Br * nc, add=Br, exp=Br)
         p5 = dict(lds=rw * (nc + 2), ld_wf=nc * rwf + 2 * rw, fp32=rw * (nc + 1), sts=rw, st_wf=rw,
-                  ld_bytes=Br * (nc + 2) * F32, st_bytes=Br * F32, other=rw * nc, add=Br * nc, fma=Br)
+                  ld_bytes=Br * (nc + 2) * F32, st_bytes=Br * F32,
+                  other=rw * (nc * OTHER_ROW_STEP + OTHER_OUTER_ITER), add=Br * nc, fma=Br)
         # P4: exp, 2-D, consecutive words; m[r] read once per row and warp
-        p4 = dict(lds=Br * (1 + nch), ld_wf=Br * (1 + nch), fp32=Br * nch * 2, sfu=Br * nch, sts=Br * nch,
-                  st_wf=Br * nch, ld_bytes=Br * (WARP + nc) * F32, st_bytes=Br * nc * F32, other=Br * nch,
+        p4 = dict(lds=Br * (1 + nch), ld_wf=Br * (1 + nch), fp32=Br * nch * (1 + FP32_PER_EXP), sfu=Br * nch,
+                  sts=Br * nch, st_wf=Br * nch, ld_bytes=Br * (WARP + nc) * F32, st_bytes=Br * nc * F32,
+                  other=Br * (nch * OTHER_P4_CHUNK + OTHER_OUTER_ITER),
                   add=Br * nc, exp=Br * nc)
         # P6: O = alpha*O + P V; Ss broadcast, Vs and Os consecutive
         p6 = dict(lds=Br * (1 + dch * (2 * nc + 1)), ld_wf=Br * (1 + dch * (2 * nc + 1)),
                   fp32=Br * dch * (nc + 1), sts=Br * dch, st_wf=Br * dch,
-                  ld_bytes=Br * F32 * (WARP + d * (2 * nc + 1)), st_bytes=Br * d * F32, other=Br * dch * nc,
+                  ld_bytes=Br * F32 * (WARP + d * (2 * nc + 1)), st_bytes=Br * d * F32,
+                  other=Br * dch * (nc * OTHER_P6_STEP + OTHER_OUTER_ITER),
                   fma=Br * d * (nc + 1))
         out: dict = {}
         for part in (p1, p2, p3, p4, p5, p6):
@@ -115,11 +133,15 @@ def _j_tile(d, Br, Bc, T, pad):
         rows1d = cdiv(Br, T)
         a_row = np.minimum(Br, WARP)
         out.update(
-            c_iters=rows2d * nch * d + 2 * rows1d * nc + rows2d * nch + rows2d * dch * nc,
-            c_conflict=rows2d * d * (banks.strided(dp, a0) - 1) + 2 * rows1d * nc * (banks.strided(bcp, a_row) - 1),
-            c_fp32=rows2d * nch + 3 * rows1d + 2 * rows2d * nch + rows1d + rows2d * dch,
-            c_sfu=rows1d + rows2d * nch,
-            c_gmem=cdiv(nc, W) * dch,
+            c_dot=rows2d * nch * d + rows2d * dch * nc,                  # P2, P6
+            c_red=2 * rows1d * nc,                                       # P3, P5
+            c_exp=rows2d * nch + rows1d,                                 # P4, and the rescale factor in P3
+            c_outer=(rows2d * (2 * nch + dch) + 2 * rows1d + cdiv(nc, W)) * OTHER_OUTER_ITER + OTHER_TILE,
+            c_conflict=rows2d * nch * d * (banks.strided(dp, a0) - 1)
+            + 2 * rows1d * nc * (banks.strided(bcp, a_row) - 1),
+            c_fp32=rows2d * nch + rows1d + rows2d * dch,                 # scale, l update, alpha * O
+            c_sfu=0 * nc,
+            c_gmem=cdiv(nc, W) * dch,                                    # P1 rows of this warp
         )
         return {k: np.where(live, v, 0) for k, v in out.items()}
     return f
@@ -153,7 +175,7 @@ def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=DEFAULT_THREADS, pad=DEFAUL
     head["fp32"] = head.get("fp32", 0) + valid_rows * (1 + dch)
     head["stg"] = valid_rows * dch
     head["mul"] = head.get("mul", 0) + valid_rows * (WARP + d)     # 1/l[r] on every lane, then O * (1/l)
-    head["other"] = head.get("other", 0) + Tr * Br * dch + valid_rows * dch
+    head["other"] = head.get("other", 0) + Tr * Br * dch * OTHER_PROLOGUE + valid_rows * dch * OTHER_EPILOGUE
 
     nd = N * d * F32
     l2_read = nd + Tr * 2 * nd
@@ -164,7 +186,8 @@ def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=DEFAULT_THREADS, pad=DEFAUL
     dram_read = nd + 2 * nd + (Tr - 1) * 2 * nd * miss
     dram_write = nd
 
-    path = {k: fj * full[k] + part[k] for k in ("c_iters", "c_conflict", "c_fp32", "c_sfu", "c_gmem")}
+    path = {k: fj * full[k] + part[k]
+            for k in ("c_dot", "c_red", "c_exp", "c_outer", "c_conflict", "c_fp32", "c_sfu", "c_gmem")}
     z = np.zeros(np.broadcast_shapes(*(np.shape(x) for x in (B, H, N, d, Br, Bc, T, pad))))
     g = lambda k: BH * head.get(k, 0) + z
     return Counts(
@@ -177,7 +200,9 @@ def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=DEFAULT_THREADS, pad=DEFAUL
         dram_read_bytes=BH * dram_read + z, dram_write_bytes=BH * dram_write + z,
         grid_blocks=BH * Tr + z, threads_per_block=T + z, smem_bytes_per_block=smem_bytes(d, Br, Bc, pad) + z,
         regs_per_thread=regs + z,
-        chain_iters=path["c_iters"] + z, chain_conflict_wf=path["c_conflict"] + z,
+        chain_dot=path["c_dot"] + z, chain_red=path["c_red"] + z, chain_exp=path["c_exp"] + z,
+        chain_outer=path["c_outer"] + z,
+        chain_conflict_wf=path["c_conflict"] + z,
         chain_fp32=path["c_fp32"] + 2 + z, chain_sfu=path["c_sfu"] + 1 + z,
         chain_gmem=path["c_gmem"] + cdiv(Br, W) * dch + 1 + z, chain_syncs=5 * (fj + (rc > 0)) + 1 + z,
     )

@@ -11,7 +11,7 @@ void fa2_launch(const float*, const float*, const float*, float*, int, int, int,
                 cudaStream_t);
 cudaFuncAttributes fa2_attributes();
 int fa2_max_blocks_per_sm(int d, int Br, int Bc, int threads, int pad);
-void probe_dot(long long*, float*, int, int, int, int, int, cudaStream_t);
+void probe_dot(long long*, float*, int, int, int, int, int, int, cudaStream_t);
 void probe_fma(float*, int, int, int, cudaStream_t);
 void probe_exp(float*, int, int, int, cudaStream_t);
 void probe_read(const float*, size_t, int, float*, int, cudaStream_t);
@@ -62,9 +62,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, mod) {
     mod.def("fa1_max_blocks_per_sm", &fa1_max_blocks_per_sm);
     mod.def("fa2_max_blocks_per_sm", &fa2_max_blocks_per_sm);
     mod.def("probe_dot", [](torch::Tensor cycles, torch::Tensor sink, int blocks, int warps, int stride, int n,
-                            int iters) {
-        probe_dot((long long*)cycles.data_ptr<int64_t>(),
-                  sink.data_ptr<float>(), blocks, warps, stride, n, iters, stream());
+                            int iters, int mode) {
+        probe_dot((long long*)cycles.data_ptr<int64_t>(), sink.data_ptr<float>(), blocks, warps, stride, n,
+                  iters, mode, stream());
     });
     mod.def("probe_fma", [](torch::Tensor sink, int blocks, int threads, int iters) {
         probe_fma(sink.data_ptr<float>(), blocks, threads, iters, stream());

@@ -9,9 +9,11 @@ static void check_cuda(cudaError_t e, const char* what) {
     if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
-// The kernels' inner step: sum += A[lane*stride + x] * Bv[x] (a strided operand and a broadcast one, both in
-// shared memory, run-time loop bounds as in fa1/fa2). One block per SM, W warps; cycles of the whole block.
-__global__ void probe_dot_kernel(long long* cycles, float* sink, int stride, int n, int iters) {
+// The kernels' inner steps, on shared memory with run-time loop bounds as in fa1/fa2. One block per SM, W warps;
+// cycles of the whole block. mode 0, dot:  sum += A[lane*stride + x] * Bv[x]   (Q K^T, P V)
+//                            mode 1, reduction: m = fmaxf(m, A[lane*stride + x])   (row max / row sum)
+//                            mode 2, exp:  A[lane*stride + x] = __expf(A[lane*stride + x] - m)   (P = exp(S - m))
+__global__ void probe_dot_kernel(long long* cycles, float* sink, int stride, int n, int iters, int mode) {
     extern __shared__ float sm[];
     float* A = sm;
     float* Bv = sm + 32 * stride + n;
@@ -20,8 +22,18 @@ __global__ void probe_dot_kernel(long long* cycles, float* sink, int stride, int
     __syncthreads();
     const long long t0 = clock64();
     float sum = 0.f;
-    for (int it = 0; it < iters; ++it)
-        for (int x = 0; x < n; ++x) sum += A[lane * stride + x] * Bv[x];
+    if (mode == 0) {
+        for (int it = 0; it < iters; ++it)
+            for (int x = 0; x < n; ++x) sum += A[lane * stride + x] * Bv[x];
+    } else if (mode == 1) {
+        sum = -INFINITY;
+        for (int it = 0; it < iters; ++it)
+            for (int x = 0; x < n; ++x) sum = fmaxf(sum, A[lane * stride + x]);
+    } else {
+        const float m = Bv[0];
+        for (int it = 0; it < iters; ++it)
+            for (int x = 0; x < n; ++x) A[lane * stride + x] = __expf(A[lane * stride + x] - m);
+    }
     __syncthreads();
     const long long t1 = clock64();
     if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
@@ -96,11 +108,12 @@ __global__ void probe_sync_kernel(long long* cycles, int iters) {
 
 __global__ void probe_empty_kernel() {}
 
-void probe_dot(long long* cycles, float* sink, int blocks, int warps, int stride, int n, int iters, cudaStream_t s) {
+void probe_dot(long long* cycles, float* sink, int blocks, int warps, int stride, int n, int iters, int mode,
+               cudaStream_t s) {
     const size_t smem = (size_t)(32 * stride + 2 * n) * sizeof(float);
     check_cuda(cudaFuncSetAttribute(probe_dot_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
                "probe_dot: attribute");
-    probe_dot_kernel<<<blocks, 32 * warps, smem, s>>>(cycles, sink, stride, n, iters);
+    probe_dot_kernel<<<blocks, 32 * warps, smem, s>>>(cycles, sink, stride, n, iters, mode);
     check_cuda(cudaGetLastError(), "probe_dot: launch");
 }
 
