@@ -300,3 +300,242 @@ def fit(files, kernel, gpu_name, cal_path):
     err.print(f"{kernel}: {result['training']['rows']} training rows, MAPE on them "
               f"{result['training']['mape_on_training_rows']:.1f}%; costs {', '.join(f'{k}={v:.3g}' for k, v in result['costs'].items())}")
     err.print(f"wrote path_fits.{kernel} into {cal_path}; score it with: perfmodel validate FILE.csv (held-out rows)")
+
+
+FIGURE_EXTS = (".png", ".svg", ".pdf")
+
+
+def _figure_path(path: str) -> str:
+    from pathlib import Path
+
+    if Path(path).suffix.lower() not in FIGURE_EXTS:
+        raise InputError(f"output '{path}': use a .png, .svg or .pdf file name")
+    parent = Path(path).resolve().parent
+    if not parent.is_dir():
+        raise InputError(f"output '{path}': folder {parent} does not exist")
+    return path
+
+
+def sweep_options(f):
+    opts = [
+        click.option("--pad", "pad", default=None, help="padding words (fa2): list or range"),
+        click.option("--threads", "threads", default=None, help="threads per block (fa2): list or range"),
+        click.option("--Bc", "Bc", default="16,32,64,128", show_default=True),
+        click.option("--Br", "Br", default="16,32,64,128", show_default=True),
+        click.option("--d", "d", default="32", show_default=True),
+        click.option("--N", "N", default="512", show_default=True),
+        click.option("--H", "H", default="4", show_default=True),
+        click.option("--B", "B", default="1", show_default=True),
+        click.option("--kernel", default="fa1", show_default=True),
+    ]
+    for o in opts:
+        f = o(f)
+    return f
+
+
+def _sweep_values(B, H, N, d, Br, Bc, threads, pad):
+    from perfmodel import sweep as sw
+
+    vals = {"B": B, "H": H, "N": N, "d": d, "Br": Br, "Bc": Bc, "threads": threads, "pad": pad}
+    return {k: (None if v is None else sw.parse_values(k, v)) for k, v in vals.items()}
+
+
+@main.command()
+@gpu_option
+@sweep_options
+@click.option("--best", is_flag=True, help="for each problem, the fastest tile configuration that fits")
+@click.option("--csv", "as_csv", is_flag=True, help="every fitting configuration as CSV on stdout")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--limit", default=40, show_default=True, help="rows in the table (fastest first)")
+@click.option("-o", "out_path", default=None, help="heatmap of predicted time over (Br, Bc): .png/.svg/.pdf")
+@click.option("--calibration", "cal_path", default=None)
+def sweep(gpu_name, kernel, B, H, N, d, Br, Bc, threads, pad, best, as_csv, as_json, limit, out_path, cal_path):
+    """Predict every combination of the given lists/ranges (e.g. --N 128:8192:x2 --Br 16,32,64)."""
+    import csv as csv_mod
+    import sys
+
+    from perfmodel import sweep as sw
+
+    spec = gpu_mod.resolve(gpu_name)
+    cal = calibration.resolve(spec, cal_path)
+    values = _sweep_values(B, H, N, d, Br, Bc, threads, pad)
+    res = sw.run(spec, kernel, cal, values)
+    err.print(f"{res.size} configurations ({int(res.fits.sum())} fit {spec.key}) in {res.seconds:.3f} s")
+    rows = res.best() if best else sorted(res.rows(), key=lambda r: r[1])
+    if out_path:
+        t = np.where(res.fits, res.time_s, np.inf)
+        # one problem (the first), the best threads/pad for each (Br, Bc)
+        sub = t[0, 0, 0, 0].min(axis=(2, 3))
+        p0 = {a: res.values[a][0] for a in ("B", "H", "N", "d")}
+        from perfmodel import plot
+        fig = plot.heatmap(sub, res.values["Br"], res.values["Bc"],
+                           f"{kernel} on {spec.name}: B={p0['B']} H={p0['H']} N={p0['N']} d={p0['d']}")
+        plot.save(fig, _figure_path(out_path))
+        err.print(f"wrote {out_path}")
+    cols = list(sw.AXES) + ["time_s", "bound"]
+    if as_csv:
+        w = csv_mod.writer(sys.stdout)
+        w.writerow(["kernel"] + cols)
+        for p, t, b in rows:
+            w.writerow([kernel] + [p[a] for a in sw.AXES] + [f"{t:.6g}", b])
+        return
+    if as_json:
+        click.echo(json.dumps({"gpu": spec.key, "kernel": kernel, "configurations": res.size, "best": best,
+                               "rows": [dict(p, time_s=t, bound=b) for p, t, b in rows]}, indent=1))
+        return
+    tab = Table(title=("fastest tile configuration per problem" if best else f"fastest {limit} configurations"),
+                title_justify="left", show_edge=False)
+    for c in cols:
+        tab.add_column(c, justify="right")
+    for p, t, b in rows[: (None if best else limit)]:
+        tab.add_row(*(str(p[a]) for a in sw.AXES), report.si(t, "s"), b)
+    out.print(tab)
+
+
+@main.command()
+@gpu_option
+@click.option("--kernel", default="fa2", show_default=True)
+@click.option("--record", "record_path", default=None, help="also write the result to this JSON file")
+def bench(gpu_name, kernel, record_path):
+    """Benchmark: configurations per second of a ~1,000,000-configuration sweep (counts + timing)."""
+    import datetime
+    import os
+    import platform
+
+    from perfmodel import sweep as sw
+
+    spec = gpu_mod.resolve(gpu_name)
+    r = sw.benchmark(spec, calibration.resolve(spec), kernel)
+    r.update(gpu=spec.key, cpu=platform.processor() or platform.machine(), cores=os.cpu_count(),
+             python=platform.python_version(), numpy=np.__version__,
+             date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+             command=f"perfmodel bench --gpu {gpu_name} --kernel {kernel}")
+    click.echo(json.dumps(r, indent=2))
+    if record_path:
+        with open(record_path, "w") as f:
+            json.dump(r, f, indent=2)
+            f.write("\n")
+
+
+@main.command()
+@gpu_option
+@sweep_options
+@click.option("--measured", "measured_path", default=None, help="measured CSV: matching rows are drawn hollow")
+@click.option("-o", "out_path", required=True, help=".png, .svg or .pdf")
+@click.option("--calibration", "cal_path", default=None)
+def roofline(gpu_name, kernel, B, H, N, d, Br, Bc, threads, pad, measured_path, out_path, cal_path):
+    """Hierarchical roofline (DRAM, L2, shared memory, FP32) with the kernel at each memory level."""
+    from perfmodel import plot, validate as val
+
+    _figure_path(out_path)
+    spec = gpu_mod.resolve(gpu_name)
+    cal = calibration.resolve(spec, cal_path)
+    values = _sweep_values(B, H, N, d, Br, Bc, threads, pad)
+    measured = {}
+    if measured_path:
+        for r in val.read_measurements([measured_path]):
+            if r["kernel"] == kernel:
+                measured[tuple(int(r[k]) for k in ("B", "H", "N", "d", "Br", "Bc", "threads", "pad"))] = \
+                    float(r["median_ms"]) * 1e-3
+    import itertools
+    k = kernels.get(kernel)
+    points = []
+    for combo in itertools.product(*(values[a] or [None] for a in ("B", "H", "N", "d", "Br", "Bc", "threads", "pad"))):
+        cfg = make_config(kernel, *combo[:6], threads=combo[6], pad=combo[7])
+        if not k.fits(spec, cfg.d, cfg.Br, cfg.Bc, cfg.threads, cfg.pad):
+            err.print(f"skipped (does not fit {spec.key}): Br={cfg.Br} Bc={cfg.Bc} d={cfg.d}")
+            continue
+        pred = model.predict(spec, cfg, cal)
+        c = pred.counts
+        key = (cfg.B, cfg.H, cfg.N, cfg.d, cfg.Br, cfg.Bc, cfg.threads, cfg.pad)
+        label = f"N={cfg.N} d={cfg.d} {cfg.Br}x{cfg.Bc}" + (f" T={cfg.threads} pad={cfg.pad}" if k.PADDED else "")
+        points.append({"label": label, "flops": float(c.flops), "time_s": float(pred.time_s),
+                       "bytes": {"dram": float(c.dram_bytes), "l2": float(c.l2_bytes), "smem": float(c.smem_bytes)},
+                       "measured_s": measured.get(key)})
+    if not points:
+        raise InputError("no configuration fits this GPU")
+    if len(points) > 12:
+        raise InputError(f"{len(points)} configurations: a roofline stays readable with at most 12")
+    probs = sorted({(p.split()[0]) for p in (q["label"] for q in points)})
+    shared = " ".join(f"{a}={values[a][0]}" for a in ("B", "H", "N", "d", "Br", "Bc")
+                      if values[a] and len(values[a]) == 1)
+    title = f"{kernel} on {spec.name}: {shared} (fp32)"
+    fig = plot.roofline(spec, points, title, tensor_flops=None)
+    plot.save(fig, out_path)
+    err.print(f"wrote {out_path} ({len(points)} configurations{', ' + str(sum(1 for p in points if p['measured_s'])) + ' measured' if measured else ''}; {', '.join(probs)})")
+
+
+@main.group()
+def plot():
+    """Figures from measured data: validation scatter, scaling."""
+
+
+@plot.command("validation")
+@click.argument("files", nargs=-1, required=True)
+@click.option("-o", "out_path", required=True)
+@click.option("--split", type=click.Choice(["test", "train", "all"]), default="test", show_default=True)
+def plot_validation(files, out_path, split):
+    """Predicted vs measured (ours and the seed's), y = x and ±10% bands, one colour per kernel."""
+    from perfmodel import plot as plot_mod, validate as val
+
+    _figure_path(out_path)
+    evals = val.evaluate(val.read_measurements(files, note=lambda m: err.print(m)), split=split)
+    series = []
+    for e in evals:
+        s = e.summary()
+        series.append({"label": f"{e.kernel} perfmodel (MAPE {s['mape']:.1f}%)", "measured_s": e.measured_s,
+                       "predicted_s": e.predicted_s})
+        series.append({"label": f"{e.kernel} seed model (MAPE {s['seed_mape']:.0f}%)", "measured_s": e.measured_s,
+                       "predicted_s": e.seed_s, "seed": True})
+    gpus_ = ", ".join(sorted({e.gpu for e in evals}))
+    fig = plot_mod.validation(series, f"predicted vs measured on {gpus_} ({split} rows)")
+    plot_mod.save(fig, out_path)
+    err.print(f"wrote {out_path}")
+
+
+@plot.command("scaling")
+@click.argument("file")
+@click.option("--kernel", default="fa1", show_default=True)
+@click.option("--B", "B", default=1, show_default=True)
+@click.option("--H", "H", default=4, show_default=True)
+@click.option("--d", "d", default=32, show_default=True)
+@click.option("--Br", "Br", default=32, show_default=True, help="tiles of the time-vs-N panel")
+@click.option("--Bc", "Bc", default=32, show_default=True)
+@click.option("--N", "N", default=512, show_default=True, help="N of the time-vs-tiles panel")
+@click.option("-o", "out_path", required=True)
+def plot_scaling(file, kernel, B, H, d, Br, Bc, N, out_path):
+    """Seed 000's two figures: time vs N at fixed tiles, and time vs tiles at fixed N; model, seed, measured."""
+    from perfmodel import plot as plot_mod, seed_model, validate as val
+
+    _figure_path(out_path)
+    rows = [r for r in val.read_measurements([file], note=lambda m: err.print(m)) if r["kernel"] == kernel
+            and (int(r["B"]), int(r["H"]), int(r["d"])) == (B, H, d)]
+    if not rows:
+        raise InputError(f"no {kernel} rows with B={B} H={H} d={d} in {file}")
+    spec = gpu_mod.match_device_name(rows[0]["gpu_name"])
+    if spec is None:
+        raise InputError(f"no built-in spec matches '{rows[0]['gpu_name']}'")
+    cal = calibration.resolve(spec)
+    k = kernels.get(kernel)
+
+    def panel(sel, xs, xlabel, order):
+        sel = sorted(sel, key=order)
+        P = {c: np.array([int(r[c]) for r in sel]) for c in ("N", "Br", "Bc", "threads", "pad", "regs_per_thread")}
+        pred = model.predict_arrays(spec, kernel, cal, B, H, P["N"], d, P["Br"], P["Bc"], P["threads"], P["pad"],
+                                    regs=P["regs_per_thread"])
+        seed = seed_model.predict(spec, B, H, P["N"], d, P["Br"], P["Bc"])
+        return {"x": [xs(r) for r in sel], "model_s": np.asarray(pred.time_s, float),
+                "seed_s": np.asarray(seed.time_s, float),
+                "measured_s": np.array([float(r["median_ms"]) * 1e-3 for r in sel]), "xlabel": xlabel}
+
+    by_n = [r for r in rows if (int(r["Br"]), int(r["Bc"])) == (Br, Bc) and int(r["pad"]) == k.DEFAULT_PAD
+            and (not k.PADDED or int(r["threads"]) == k.DEFAULT_THREADS)]
+    by_t = [r for r in rows if int(r["N"]) == N and int(r["pad"]) == k.DEFAULT_PAD
+            and (not k.PADDED or int(r["threads"]) == k.DEFAULT_THREADS)]
+    if len(by_n) < 2 or len(by_t) < 2:
+        raise InputError(f"too few measured rows for Br={Br} Bc={Bc} (over N) or N={N} (over tiles)")
+    n_panel = panel(by_n, lambda r: int(r["N"]), f"N (Br={Br}, Bc={Bc})", lambda r: int(r["N"]))
+    t_panel = panel(by_t, lambda r: f"{r['Br']}x{r['Bc']}", f"Br x Bc (N={N})", lambda r: (int(r["Br"]), int(r["Bc"])))
+    fig = plot_mod.scaling(n_panel, t_panel, f"{kernel} on {spec.name}, B={B} H={H} d={d}")
+    plot_mod.save(fig, out_path)
+    err.print(f"wrote {out_path}")

@@ -27,8 +27,7 @@ from perfmodel import banks
 from perfmodel.counts import Counts
 from perfmodel.errors import InputError
 from perfmodel.gpu import GPUSpec
-from perfmodel.kernels.common import F32, arr, cdiv, l2_hit_fraction, over_tiles, over_warps, strided_sectors, tiles
-from perfmodel.occupancy import blocks_per_sm
+from perfmodel.kernels.common import F32, arr, assemble, cdiv, over_tiles, over_warps, strided_sectors, tiles
 
 NAME = "fa1"
 SOURCE = "fa1.cu"
@@ -115,62 +114,58 @@ def _kv_warp(d):
     return g
 
 
-def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=None, pad=None, regs=None, l2_bytes=None) -> Counts:
-    B, H, N, d, Br, Bc = (arr(x) for x in (B, H, N, d, Br, Bc))
-    regs = arr(REGS_PER_THREAD if regs is None else regs)
-    BH = B * H
+def head_counts(gpu: GPUSpec, N, d, Br, Bc, threads=None, pad=None) -> dict:
+    """Everything of one (batch, head) block; see common.assemble for the keys."""
+    N, d, Br, Bc = (arr(x) for x in (N, d, Br, Bc))
     tw = _tile_warp(d, Bc)
     keys = ["lds", "sts", "ld_wf", "st_wf", "fp32", "sfu", "ldg", "stg", "sectors", "other", "ld_bytes",
             "st_bytes", "fma", "exp", "cmp", "add", "mul"]
     # per block: every (j, i) tile pair, every warp of the Q tile
-    blk = {k: over_tiles(N, Br, Bc, lambda nc, nr, k=k: over_warps(nr, lambda a: tw(nc, a)[k])) for k in keys}
+    blk = over_tiles(N, Br, Bc, lambda nc, nr: over_warps(nr, lambda a: tw(nc, a), keys), keys)
     # the path: the first (fullest) warp of each Q tile
-    path = {k: over_tiles(N, Br, Bc, lambda nc, nr, k=k: tw(nc, np.minimum(nr, 32))[k])
-            for k in ["cdot", "cexp", "couter", "conflict", "cfp32", "csfu", "cgmem"]}
+    pkeys = ["cdot", "cexp", "couter", "conflict", "cfp32", "csfu", "cgmem"]
+    path = over_tiles(N, Br, Bc, lambda nc, nr: tw(nc, np.minimum(nr, 32)), pkeys)
     # K/V loads: per j tile, rows r = tx + k*Br for k < ceil(nc/Br)
     kvw = _kv_warp(d)
+    kkeys = ["ldg", "sts", "st_wf", "sectors", "other", "st_bytes"]
 
-    def kv_tile(nc, key):
+    def kv_tile(nc):
         K = cdiv(nc, Br)
         last = nc - np.maximum(K - 1, 0) * Br
-        return np.maximum(K - 1, 0) * over_warps(Br, lambda a: kvw(a)[key]) + over_warps(last, lambda a: kvw(a)[key])
+        full = over_warps(Br, kvw, kkeys)
+        part = over_warps(last, kvw, kkeys)
+        return {k: np.maximum(K - 1, 0) * full[k] + part[k] for k in kkeys}
 
     fj, rc = tiles(N, Bc)
-    for key in ["ldg", "sts", "st_wf", "sectors", "other", "st_bytes"]:
-        blk[key] = blk[key] + fj * kv_tile(Bc, key) + kv_tile(rc, key)
+    kv_full, kv_part = kv_tile(Bc), kv_tile(rc)
+    for key in kkeys:
+        blk[key] = blk[key] + fj * kv_full[key] + kv_part[key]
     Tc = cdiv(N, Bc)
     kv_rows_per_thread = fj * cdiv(Bc, Br) + cdiv(rc, Br)
-    path["cgmem"] = path["cgmem"] + kv_rows_per_thread * cdiv(d, 4)
 
     # global traffic per (b, h): K, V once; Q, O (read and write), l, m once per K/V tile
     nd = N * d * F32
-    l2_read = 2 * nd + Tc * (nd + nd + 2 * N * F32)
-    l2_write = Tc * (nd + 2 * N * F32)
-    # DRAM: first touches, plus re-reads of Q/O/l/m that miss in L2 when the live heads do not fit
-    resident = np.minimum(BH, blocks_per_sm(gpu, Br, regs, smem_bytes(d, Br, Bc)) * gpu.sm_count)
-    per_head = nd + nd + 2 * N * F32
-    miss = 1.0 - l2_hit_fraction(resident * per_head, gpu.l2_bytes if l2_bytes is None else l2_bytes)
-    dram_read = 2 * nd + per_head + (Tc - 1) * per_head * miss
-    dram_write = (nd + 2 * N * F32) * (1 + (Tc - 1) * miss)           # O, l, m
+    per_head = nd + nd + 2 * N * F32          # Q, O, l, m: re-read every K/V tile, live between
+    return {
+        "fma": blk["fma"], "exp": blk["exp"], "cmp": blk["cmp"], "add": blk["add"], "mul": blk["mul"],
+        "warp_fp32": blk["fp32"], "warp_sfu": blk["sfu"], "warp_lds": blk["lds"], "warp_sts": blk["sts"],
+        "warp_ldg": blk["ldg"], "warp_stg": blk["stg"], "warp_other": blk["other"],
+        "smem_ld_bytes": blk["ld_bytes"], "smem_st_bytes": blk["st_bytes"],
+        "smem_ld_wavefronts": blk["ld_wf"], "smem_st_wavefronts": blk["st_wf"], "gld_sectors": blk["sectors"],
+        "l2_read_bytes": 2 * nd + Tc * per_head, "l2_write_bytes": Tc * (nd + 2 * N * F32),
+        # DRAM: first touches (K, V, and Q/O/l/m), re-reads of Q/O/l/m on an L2 miss; O, l, m written back
+        "dram_read_once": 2 * nd + per_head, "dram_reread": (Tc - 1) * per_head, "live_bytes": per_head,
+        "dram_write_once": nd + 2 * N * F32, "dram_rewrite": (Tc - 1) * (nd + 2 * N * F32),
+        "blocks_per_head": np.ones_like(N), "threads": Br, "smem": smem_bytes(d, Br, Bc),
+        "chain_dot": path["cdot"], "chain_red": 0 * N, "chain_exp": path["cexp"], "chain_outer": path["couter"],
+        "chain_conflict_wf": path["conflict"], "chain_fp32": path["cfp32"], "chain_sfu": path["csfu"],
+        "chain_gmem": path["cgmem"] + kv_rows_per_thread * cdiv(d, 4), "chain_syncs": 2 * Tc,
+    }
 
-    z = np.zeros(np.broadcast_shapes(*(np.shape(x) for x in (B, H, N, d, Br, Bc))))
-    return Counts(
-        fma=BH * blk["fma"] + z, exp=BH * blk["exp"] + z, cmp=BH * blk["cmp"] + z,
-        add=BH * blk["add"] + z, mul=BH * blk["mul"] + z,
-        warp_fp32=BH * blk["fp32"] + z, warp_sfu=BH * blk["sfu"] + z, warp_lds=BH * blk["lds"] + z,
-        warp_sts=BH * blk["sts"] + z, warp_ldg=BH * blk["ldg"] + z, warp_stg=BH * blk["stg"] + z,
-        warp_other=BH * blk["other"] + z,
-        smem_ld_bytes=BH * blk["ld_bytes"] + z, smem_st_bytes=BH * blk["st_bytes"] + z,
-        smem_ld_wavefronts=BH * blk["ld_wf"] + z, smem_st_wavefronts=BH * blk["st_wf"] + z,
-        gld_sectors=BH * blk["sectors"] + z,
-        l2_read_bytes=BH * l2_read + z, l2_write_bytes=BH * l2_write + z,
-        dram_read_bytes=BH * dram_read + z, dram_write_bytes=BH * dram_write + z,
-        grid_blocks=BH + z, threads_per_block=Br + z, smem_bytes_per_block=smem_bytes(d, Br, Bc) + z,
-        regs_per_thread=regs + z,
-        chain_dot=path["cdot"] + z, chain_red=z, chain_exp=path["cexp"] + z, chain_outer=path["couter"] + z,
-        chain_conflict_wf=path["conflict"] + z, chain_fp32=path["cfp32"] + z,
-        chain_sfu=path["csfu"] + z, chain_gmem=path["cgmem"] + z, chain_syncs=2 * Tc + z,
-    )
+
+def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=None, pad=None, regs=None, l2_bytes=None) -> Counts:
+    regs = REGS_PER_THREAD if regs is None else regs
+    return assemble(gpu, B, H, head_counts(gpu, N, d, Br, Bc), regs, l2_bytes)
 
 
 def check(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=None, pad=None) -> None:

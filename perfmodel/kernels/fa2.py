@@ -26,8 +26,7 @@ from perfmodel import banks
 from perfmodel.counts import Counts
 from perfmodel.errors import InputError
 from perfmodel.gpu import GPUSpec
-from perfmodel.kernels.common import F32, WARP, arr, cdiv, l2_hit_fraction, over_warps, tiles
-from perfmodel.occupancy import blocks_per_sm
+from perfmodel.kernels.common import F32, WARP, arr, assemble, cdiv, over_warps, tiles
 
 NAME = "fa2"
 SOURCE = "fa2.cu"
@@ -82,7 +81,8 @@ def _sum_chunks(n, g):
 def _row_threads(R, T, g):
     """Sum of g(active lanes) over warps of a loop r = tid (step T) < R (one thread per row)."""
     R, T = arr(R), arr(T)
-    return (R // T) * over_warps(T, g) + over_warps(R % T, g)
+    one = lambda a: {"v": g(a)}
+    return (R // T) * over_warps(T, one, ["v"])["v"] + over_warps(R % T, one, ["v"])["v"]
 
 
 def _j_tile(d, Br, Bc, T, pad):
@@ -147,10 +147,9 @@ def _j_tile(d, Br, Bc, T, pad):
     return f
 
 
-def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=DEFAULT_THREADS, pad=DEFAULT_PAD, regs=None, l2_bytes=None) -> Counts:
-    B, H, N, d, Br, Bc, T, pad = (arr(x) for x in (B, H, N, d, Br, Bc, threads, pad))
-    regs = arr(REGS_PER_THREAD if regs is None else regs)
-    BH = B * H
+def head_counts(gpu: GPUSpec, N, d, Br, Bc, threads=DEFAULT_THREADS, pad=DEFAULT_PAD) -> dict:
+    """Everything of one (batch, head): its ceil(N/Br) blocks; see common.assemble for the keys."""
+    N, d, Br, Bc, T, pad = (arr(x) for x in (N, d, Br, Bc, threads, pad))
     Tr = cdiv(N, Br)
     fj, rc = tiles(N, Bc)
     jt = _j_tile(d, Br, Bc, T, pad)
@@ -159,53 +158,49 @@ def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=DEFAULT_THREADS, pad=DEFAUL
     W = T // WARP
     dch = cdiv(d, WARP)
     rw = _row_threads(Br, T, lambda a: (a > 0).astype(np.int64))
-    # prologue (Q tile in, O zeroed, m and l set) and epilogue (O out for the nr valid rows), per head
-    fi, rr = tiles(N, Br)
-    head = {k: Tr * v for k, v in per_block.items()}
-    head["ldg"] = head.get("ldg", 0) + Tr * Br * dch
-    head["sts"] = head.get("sts", 0) + Tr * (2 * Br * dch + 2 * rw)
-    head["st_wf"] = head.get("st_wf", 0) + Tr * (2 * Br * dch + 2 * rw)
-    head["st_bytes"] = head.get("st_bytes", 0) + Tr * (2 * Br * d + 2 * Br) * F32
-    head["sectors"] = head.get("sectors", 0) + N * cdiv(d * F32, 32)
+    # prologue (Q tile in, O zeroed, m and l set) and epilogue (O out for the valid rows), over the head
+    h = {k: Tr * v for k, v in per_block.items()}
     valid_rows = N                                                    # rows written, over all Q tiles
-    head["lds"] = head.get("lds", 0) + valid_rows * (1 + dch)
-    head["ld_wf"] = head.get("ld_wf", 0) + valid_rows * (1 + dch)
-    head["ld_bytes"] = head.get("ld_bytes", 0) + valid_rows * (WARP + d) * F32   # l[r] read by all 32 lanes
-    head["sfu"] = head.get("sfu", 0) + valid_rows
-    head["fp32"] = head.get("fp32", 0) + valid_rows * (1 + dch)
-    head["stg"] = valid_rows * dch
-    head["mul"] = head.get("mul", 0) + valid_rows * (WARP + d)     # 1/l[r] on every lane, then O * (1/l)
-    head["other"] = head.get("other", 0) + Tr * Br * dch * OTHER_PROLOGUE + valid_rows * dch * OTHER_EPILOGUE
-
-    nd = N * d * F32
-    l2_read = nd + Tr * 2 * nd
-    l2_write = nd
-    resident = np.minimum(BH * Tr, blocks_per_sm(gpu, T, regs, smem_bytes(d, Br, Bc, pad)) * gpu.sm_count)
-    live_heads = np.minimum(BH, cdiv(resident, Tr) + 1)
-    miss = 1.0 - l2_hit_fraction(live_heads * 2 * nd, gpu.l2_bytes if l2_bytes is None else l2_bytes)
-    dram_read = nd + 2 * nd + (Tr - 1) * 2 * nd * miss
-    dram_write = nd
-
+    h["ldg"] = h["ldg"] + Tr * Br * dch
+    h["sts"] = h["sts"] + Tr * (2 * Br * dch + 2 * rw)
+    h["st_wf"] = h["st_wf"] + Tr * (2 * Br * dch + 2 * rw)
+    h["st_bytes"] = h["st_bytes"] + Tr * (2 * Br * d + 2 * Br) * F32
+    h["sectors"] = h["sectors"] + N * cdiv(d * F32, 32)
+    h["lds"] = h["lds"] + valid_rows * (1 + dch)
+    h["ld_wf"] = h["ld_wf"] + valid_rows * (1 + dch)
+    h["ld_bytes"] = h["ld_bytes"] + valid_rows * (WARP + d) * F32    # l[r] read by all 32 lanes
+    h["sfu"] = h["sfu"] + valid_rows
+    h["fp32"] = h["fp32"] + valid_rows * (1 + dch)
+    h["stg"] = valid_rows * dch
+    h["mul"] = h["mul"] + valid_rows * (WARP + d)                    # 1/l[r] on every lane, then O * (1/l)
+    h["other"] = h["other"] + Tr * Br * dch * OTHER_PROLOGUE + valid_rows * dch * OTHER_EPILOGUE
     path = {k: fj * full[k] + part[k]
             for k in ("c_dot", "c_red", "c_exp", "c_outer", "c_conflict", "c_fp32", "c_sfu", "c_gmem")}
-    z = np.zeros(np.broadcast_shapes(*(np.shape(x) for x in (B, H, N, d, Br, Bc, T, pad))))
-    g = lambda k: BH * head.get(k, 0) + z
-    return Counts(
-        fma=g("fma"), exp=g("exp"), cmp=g("cmp"), add=g("add"), mul=g("mul"),
-        warp_fp32=g("fp32"), warp_sfu=g("sfu"), warp_lds=g("lds"), warp_sts=g("sts"), warp_ldg=g("ldg"),
-        warp_stg=g("stg"), warp_other=g("other"),
-        smem_ld_bytes=g("ld_bytes"), smem_st_bytes=g("st_bytes"),
-        smem_ld_wavefronts=g("ld_wf"), smem_st_wavefronts=g("st_wf"), gld_sectors=g("sectors"),
-        l2_read_bytes=BH * l2_read + z, l2_write_bytes=BH * l2_write + z,
-        dram_read_bytes=BH * dram_read + z, dram_write_bytes=BH * dram_write + z,
-        grid_blocks=BH * Tr + z, threads_per_block=T + z, smem_bytes_per_block=smem_bytes(d, Br, Bc, pad) + z,
-        regs_per_thread=regs + z,
-        chain_dot=path["c_dot"] + z, chain_red=path["c_red"] + z, chain_exp=path["c_exp"] + z,
-        chain_outer=path["c_outer"] + z,
-        chain_conflict_wf=path["c_conflict"] + z,
-        chain_fp32=path["c_fp32"] + 2 + z, chain_sfu=path["c_sfu"] + 1 + z,
-        chain_gmem=path["c_gmem"] + cdiv(Br, W) * dch + 1 + z, chain_syncs=5 * (fj + (rc > 0)) + 1 + z,
-    )
+    nd = N * d * F32
+    zero = 0 * N
+    return {
+        "fma": h["fma"], "exp": h["exp"], "cmp": h["cmp"], "add": h["add"], "mul": h["mul"],
+        "warp_fp32": h["fp32"], "warp_sfu": h["sfu"], "warp_lds": h["lds"], "warp_sts": h["sts"],
+        "warp_ldg": h["ldg"], "warp_stg": h["stg"], "warp_other": h["other"],
+        "smem_ld_bytes": h["ld_bytes"], "smem_st_bytes": h["st_bytes"],
+        "smem_ld_wavefronts": h["ld_wf"], "smem_st_wavefronts": h["st_wf"], "gld_sectors": h["sectors"],
+        # Q read and O written once; every Q-tile block reads all of K and V
+        "l2_read_bytes": nd + Tr * 2 * nd, "l2_write_bytes": nd,
+        # DRAM: Q, K, V on first touch; K and V again for later Q tiles of a head when they left L2
+        "dram_read_once": 3 * nd, "dram_reread": (Tr - 1) * 2 * nd, "live_bytes": 2 * nd,
+        "dram_write_once": nd, "dram_rewrite": zero,
+        "blocks_per_head": Tr, "threads": T, "smem": smem_bytes(d, Br, Bc, pad),
+        "chain_dot": path["c_dot"], "chain_red": path["c_red"], "chain_exp": path["c_exp"],
+        "chain_outer": path["c_outer"], "chain_conflict_wf": path["c_conflict"],
+        "chain_fp32": path["c_fp32"] + 2, "chain_sfu": path["c_sfu"] + 1,
+        "chain_gmem": path["c_gmem"] + cdiv(Br, W) * dch + 1, "chain_syncs": 5 * (fj + (rc > 0)) + 1,
+    }
+
+
+def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=DEFAULT_THREADS, pad=DEFAULT_PAD, regs=None,
+           l2_bytes=None) -> Counts:
+    regs = REGS_PER_THREAD if regs is None else regs
+    return assemble(gpu, B, H, head_counts(gpu, N, d, Br, Bc, threads, pad), regs, l2_bytes)
 
 
 def check(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=DEFAULT_THREADS, pad=DEFAULT_PAD) -> None:

@@ -1,0 +1,146 @@
+"""Figures (matplotlib, headless). Functions take prepared data and return a Figure; the CLI saves it."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from perfmodel.report import si  # noqa: E402
+
+LEVEL_STYLE = {"dram": ("DRAM", "tab:red", "o"), "l2": ("L2", "tab:orange", "s"), "smem": ("shared memory", "tab:blue", "^")}
+
+
+def roofline(gpu, points: list[dict], title: str, tensor_flops: float | None = None):
+    """Hierarchical roofline. ``points``: dicts with label, flops, bytes {level: bytes}, time_s, and optionally
+    measured_s. Each point is drawn at its intensity for every memory level."""
+    fig, ax = plt.subplots(figsize=(10.5, 6))
+    ceilings = {"dram": gpu.dram_bw_peak, "l2": gpu.l2_bw, "smem": gpu.smem_bw}
+    intens = [p["flops"] / b for p in points for b in p["bytes"].values() if b > 0]
+    lo = min(intens + [1e-2]) / 10
+    hi = max(intens + [1e3]) * 10
+    x = np.logspace(np.log10(lo), np.log10(hi), 200)
+    peak = gpu.fp32_flops
+    for level, bw in ceilings.items():
+        name, color, _ = LEVEL_STYLE[level]
+        ax.plot(x, np.minimum(x * bw, peak), color=color, lw=1.5, label=f"{name} {si(bw, 'B/s')}")
+    ax.axhline(peak, color="black", lw=1.5, label=f"FP32 peak {si(peak, 'FLOP/s')}")
+    if tensor_flops:
+        ax.axhline(tensor_flops, color="gray", lw=1, ls="--", label=f"tensor peak {si(tensor_flops, 'FLOP/s')}")
+    cmap = plt.get_cmap("tab10")
+    for i, p in enumerate(points):
+        c = cmap(i % 10)
+        for level, b in p["bytes"].items():
+            if b <= 0:
+                continue
+            _, _, marker = LEVEL_STYLE[level]
+            ai = p["flops"] / b
+            ax.scatter([ai], [p["flops"] / p["time_s"]], marker=marker, color=c, edgecolor="black", zorder=3, s=55)
+            if p.get("measured_s"):
+                ax.scatter([ai], [p["flops"] / p["measured_s"]], marker=marker, facecolor="none", edgecolor=c,
+                           zorder=3, s=90, lw=1.8)
+        ax.plot([], [], color=c, lw=6, label=p["label"])
+    ax.scatter([], [], marker="o", color="white", edgecolor="black", label="predicted (filled)")
+    if any(p.get("measured_s") for p in points):
+        ax.scatter([], [], marker="o", facecolor="none", edgecolor="black", label="measured (hollow)")
+    ax.scatter([], [], marker="o", color="gray", label="at DRAM / L2 / shared (○ □ △)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte) at each memory level")
+    ax.set_ylabel("performance (FLOP/s)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    fig.tight_layout()
+    return fig
+
+
+def validation(series: list[dict], title: str):
+    """Predicted vs measured. ``series``: dicts with label, measured_s, predicted_s, and ``seed`` (bool)."""
+    fig, ax = plt.subplots(figsize=(7, 6.5))
+    allv = np.concatenate([np.concatenate([s["measured_s"], s["predicted_s"]]) for s in series])
+    allv = allv[np.isfinite(allv) & (allv > 0)]
+    lo, hi = allv.min() / 2, allv.max() * 2
+    x = np.logspace(np.log10(lo), np.log10(hi), 50)
+    ax.plot(x, x, color="black", lw=1, label="y = x")
+    ax.fill_between(x, x * 0.9, x * 1.1, color="tab:green", alpha=0.15, label="±10%")
+    colors = {}
+    cmap = plt.get_cmap("tab10")
+    for s in series:
+        base = s["label"].split()[0]
+        c = colors.setdefault(base, cmap(len(colors)))
+        if s.get("seed"):
+            ax.scatter(s["measured_s"], s["predicted_s"], marker="x", color=c, alpha=0.35, s=14, label=s["label"])
+        else:
+            ax.scatter(s["measured_s"], s["predicted_s"], marker="o", color=c, alpha=0.6, s=12, label=s["label"])
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("measured time (s)")
+    ax.set_ylabel("predicted time (s)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def scaling(n_panel: dict, tile_panel: dict, title: str):
+    """Two panels, as in seed 000: time vs N at fixed tiles, and time vs tile configuration at fixed N.
+    Each panel dict: x (values or labels), model_s, seed_s, measured_s (NaN where not measured), xlabel."""
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.8))
+    a1.plot(n_panel["x"], n_panel["model_s"], "o-", color="tab:blue", label="perfmodel")
+    a1.plot(n_panel["x"], n_panel["seed_s"], "x--", color="tab:gray", label="seed model")
+    a1.plot(n_panel["x"], n_panel["measured_s"], "s", color="tab:red", label="measured")
+    a1.set_xscale("log", base=2)
+    a1.set_yscale("log")
+    a1.set_xlabel(n_panel["xlabel"])
+    a1.set_ylabel("time (s)")
+    a1.grid(True, which="both", alpha=0.25)
+    a1.legend(fontsize=8)
+    idx = np.arange(len(tile_panel["x"]))
+    w = 0.27
+    a2.bar(idx - w, tile_panel["model_s"], w, color="tab:blue", label="perfmodel")
+    a2.bar(idx, tile_panel["seed_s"], w, color="tab:gray", label="seed model")
+    a2.bar(idx + w, tile_panel["measured_s"], w, color="tab:red", label="measured")
+    a2.set_xticks(idx, tile_panel["x"], rotation=30, ha="right", fontsize=8)
+    a2.set_yscale("log")
+    a2.set_xlabel(tile_panel["xlabel"])
+    a2.set_ylabel("time (s)")
+    a2.grid(True, axis="y", which="both", alpha=0.25)
+    a2.legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def heatmap(time_s: np.ndarray, brs: list[int], bcs: list[int], title: str):
+    """Predicted time over (Br, Bc); NaN/inf cells (tiles that do not fit) left blank."""
+    fig, ax = plt.subplots(figsize=(6.5, 5.5))
+    t = np.where(np.isfinite(time_s), time_s, np.nan)
+    im = ax.imshow(t * 1e3, origin="lower", cmap="viridis_r", aspect="auto")
+    ax.set_xticks(range(len(bcs)), bcs)
+    ax.set_yticks(range(len(brs)), brs)
+    ax.set_xlabel("Bc")
+    ax.set_ylabel("Br")
+    for i in range(len(brs)):
+        for j in range(len(bcs)):
+            if np.isfinite(t[i, j]):
+                ax.text(j, i, si(t[i, j], "s", 3), ha="center", va="center", fontsize=7, color="white")
+    if np.isfinite(t).any():
+        k = np.nanargmin(t)
+        i, j = np.unravel_index(k, t.shape)
+        ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="red", lw=2.5))
+    fig.colorbar(im, ax=ax, label="predicted time (ms)")
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def save(fig, path: str) -> None:
+    fig.savefig(path, dpi=130, bbox_inches="tight")
+    plt.close(fig)
