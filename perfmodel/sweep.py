@@ -125,7 +125,8 @@ def run(gpu: GPUSpec, kernel: str, cal: Calibration, values: dict) -> SweepResul
 
 def benchmark(gpu: GPUSpec, cal: Calibration, kernel: str = "fa2", repeats: int = 3) -> dict:
     """Configurations per second for counts plus timing on a sweep of about a million configurations."""
-    values = {"B": list(range(1, 41)), "H": list(range(1, 9)), "N": [128, 256, 512, 1024, 2048, 4096, 8192],
+    batches = 40 if kernels.get(kernel).PADDED else 240     # fa1 has no threads/pad axes: more batch sizes
+    values = {"B": list(range(1, batches + 1)), "H": list(range(1, 9)), "N": [128, 256, 512, 1024, 2048, 4096, 8192],
               "d": [32, 64, 128], "Br": [16, 32, 64, 128, 256], "Bc": [16, 32, 64, 128, 256],
               "threads": [64, 128, 256], "pad": [0, 1]}
     best = None

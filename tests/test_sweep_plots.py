@@ -71,8 +71,9 @@ def test_fa1_sweep_reports_its_real_launch():
     assert {(r["Br"], r["threads"], r["pad"]) for r in rows} == {(16, 16, 0), (64, 64, 0)}
 
 
-def test_benchmark_counts_a_million():
-    r = sweep.benchmark(H100, calibration.resolve(H100), "fa2", repeats=1)
+@pytest.mark.parametrize("kernel", ["fa1", "fa2"])
+def test_benchmark_counts_a_million(kernel):
+    r = sweep.benchmark(H100, calibration.resolve(H100), kernel, repeats=1)
     assert r["configurations"] >= 1_000_000 and r["per_second"] > 0
 
 
