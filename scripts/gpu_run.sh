@@ -13,7 +13,8 @@ OUT=${OUT:-out}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 export PERFMODEL_BUILD_DIR=${PERFMODEL_BUILD_DIR:-/tmp/perfmodel-build}
-gpu_key=${GPU_KEY:-h100}
+gpu_key=${GPU_KEY:-h100}              # where the data goes: examples/measurements/$GPU_KEY
+grids=${GRID_PREFIX:-$gpu_key}        # which grids: examples/grids/$GRID_PREFIX-fa1.yaml, ...-fa2.yaml
 data=examples/measurements/$gpu_key
 pm() { python3 -m perfmodel "$@"; }
 
@@ -33,12 +34,12 @@ case $step in
     pm measure --kernel fa2 --grid examples/grids/seed.yaml --out "$OUT/smoke-fa2.csv" ;;
   probe)
     pm probe --out "$OUT/calibration.yaml" ;;
-  fa1) measure fa1 examples/grids/$gpu_key-fa1.yaml ;;
-  fa2) measure fa2 examples/grids/$gpu_key-fa2.yaml ;;
+  fa1) measure fa1 examples/grids/$grids-fa1.yaml ;;
+  fa2) measure fa2 examples/grids/$grids-fa2.yaml ;;
   ncu) bash scripts/ncu_run.sh "$OUT" ;;
   all)
     pm probe --out "$OUT/calibration.yaml"
-    measure fa1 examples/grids/$gpu_key-fa1.yaml
-    measure fa2 examples/grids/$gpu_key-fa2.yaml ;;
+    measure fa1 examples/grids/$grids-fa1.yaml
+    measure fa2 examples/grids/$grids-fa2.yaml ;;
   *) echo "unknown step $step" >&2; exit 2 ;;
 esac
