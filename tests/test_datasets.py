@@ -132,6 +132,22 @@ def test_accuracy_does_not_regress(name, variant):
 
 
 @pytest.mark.parametrize("name", ["fa1", "fa2"])
+def test_h200_dataset_and_accuracy(name):
+    """H200 rows: full provenance and correctness; predicted with the H200 spec and calibration, no H200 timing
+    fitted, so every row is held out."""
+    path = ROOT / "examples" / "measurements" / "h200" / f"{name}.csv"
+    rs = list(csv.DictReader(open(path)))
+    assert len(rs) >= 300 and all(r["gpu_name"] == "NVIDIA H200" for r in rs)
+    assert all(float(r["rel_err"]) <= REL_ERR_MAX and all(r[k] for k in PROVENANCE) for r in rs)
+    ev = validate.evaluate(validate.read_measurements([path]), split="all")[0]
+    s = ev.summary()
+    assert ev.gpu == "h200"
+    rec = ACCURACY["h200_all_rows"][name]
+    assert s["n"] == rec["n"] and s["mape"] <= rec["mape"] * (1 + 1e-4) and s["max_ape"] <= rec["max_ape"] * (1 + 1e-4)
+    assert s["mape"] <= 10 and s["max_ape"] <= 30 and s["spearman"] >= 0.9
+
+
+@pytest.mark.parametrize("name", ["fa1", "fa2"])
 def test_issue_acceptance_on_held_out_rows(name):
     """MAPE <= 10%, worst <= 30%, Spearman >= 0.9 over tiles, on rows no constant was fitted to."""
     s = validate.evaluate(validate.read_measurements([DATA / f"{name}.csv"]))[0].summary()
