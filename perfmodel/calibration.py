@@ -11,10 +11,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from perfmodel.counts import Counts
-from perfmodel.errors import InputError
+from perfmodel.errors import InputError, read_yaml
 from perfmodel.gpu import GPUSpec, builtin_dir
 
 
@@ -89,12 +87,7 @@ _PATH_FEATURES = Counts.PATH_FEATURES
 def load(path: str | Path, gpu: GPUSpec) -> Calibration:
     """A calibration file; fields it lacks keep their spec-derived values."""
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"calibration file not found: {path}") from None
-    except yaml.YAMLError:
-        raise InputError(f"{path}: malformed YAML") from None
+    raw = read_yaml(path, "calibration file")
     if not isinstance(raw, dict) or not isinstance(raw.get("values"), dict):
         raise InputError(f"{path}: expected a 'values' mapping")
     values = raw["values"]

@@ -11,9 +11,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-import yaml
-
-from perfmodel.errors import InputError
+from perfmodel.errors import InputError, read_yaml
 
 # field -> (python type, required). Every numeric field must be > 0.
 _SCHEMA: dict[str, tuple[type, bool]] = {
@@ -214,18 +212,7 @@ def _check(raw: object, where: str) -> dict:
 
 def load_spec_file(path: str | Path) -> GPUSpec:
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise InputError(f"GPU spec file not found: {path}") from None
-    except OSError as exc:
-        raise InputError(f"cannot read GPU spec file {path}: {exc.strerror}") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" (line {mark.line + 1})" if mark is not None else ""
-        raise InputError(f"{path}: malformed YAML{line}") from None
+    raw = read_yaml(path, "GPU spec file")
     return GPUSpec(key=path.stem, path=str(path), **_check(raw, str(path)))
 
 
@@ -233,7 +220,8 @@ def _alias_table() -> dict[str, str]:
     table: dict[str, str] = {}
     for stem, path in builtin_specs().items():
         table[stem] = stem
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = read_yaml(path, "GPU spec file")
+        raw = raw if isinstance(raw, dict) else {}
         for alias in raw.get("aliases", []) or []:
             table[str(alias).lower()] = stem
     return table

@@ -19,20 +19,23 @@ def _sectors(byte_addrs):
     return len({a // 32 for a in byte_addrs})
 
 
+def _shared_ops(c: Counter):
+    """lds/sts recorders: one warp instruction with its per-lane byte addresses (n times)."""
+    def record(kind):
+        def op(addrs, n=1):
+            c[f"warp_{kind}"] += n
+            c[f"smem_{kind[:2]}_wavefronts"] += n * wavefronts(addrs)
+            c[f"smem_{kind[:2]}_bytes"] += n * F * len(addrs)
+        return op
+    return record("lds"), record("sts")
+
+
 def fa1(B, H, N, d, Br, Bc) -> Counter:
     c = Counter()
     Tc, Tr = math.ceil(N / Bc), math.ceil(N / Br)
     warps = [list(range(w * 32, min(w * 32 + 32, Br))) for w in range(math.ceil(Br / 32))]
 
-    def lds(addrs, n=1):
-        c["warp_lds"] += n
-        c["smem_ld_wavefronts"] += n * wavefronts(addrs)
-        c["smem_ld_bytes"] += n * F * len(addrs)
-
-    def sts(addrs, n=1):
-        c["warp_sts"] += n
-        c["smem_st_wavefronts"] += n * wavefronts(addrs)
-        c["smem_st_bytes"] += n * F * len(addrs)
+    lds, sts = _shared_ops(c)
 
     def ldg(addrs):
         c["warp_ldg"] += 1
@@ -128,15 +131,7 @@ def fa2(B, H, N, d, Br, Bc, threads, pad) -> Counter:
     dp, bcp = d + pad, Bc + pad
     Tc, Tr = math.ceil(N / Bc), math.ceil(N / Br)
 
-    def lds(addrs, n=1):
-        c["warp_lds"] += n
-        c["smem_ld_wavefronts"] += n * wavefronts(addrs)
-        c["smem_ld_bytes"] += n * F * len(addrs)
-
-    def sts(addrs, n=1):
-        c["warp_sts"] += n
-        c["smem_st_wavefronts"] += n * wavefronts(addrs)
-        c["smem_st_bytes"] += n * F * len(addrs)
+    lds, sts = _shared_ops(c)
 
     def fp32(lanes, kind=None, n=1):
         c["warp_fp32"] += n

@@ -16,9 +16,7 @@ import itertools
 import random
 from pathlib import Path
 
-import yaml
-
-from perfmodel.errors import InputError
+from perfmodel.errors import InputError, read_yaml
 from perfmodel.problem import Config, make_config
 
 _SET_KEYS = {"B", "H", "N", "d", "tiles", "Br", "Bc", "threads", "pad"}
@@ -26,12 +24,7 @@ _SET_KEYS = {"B", "H", "N", "d", "tiles", "Br", "Bc", "threads", "pad"}
 
 def load(path: str | Path) -> dict:
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"grid file not found: {path}") from None
-    except yaml.YAMLError:
-        raise InputError(f"{path}: malformed YAML") from None
+    raw = read_yaml(path, "grid file")
     if not isinstance(raw, dict) or not isinstance(raw.get("sets"), list) or not raw["sets"]:
         raise InputError(f"{path}: expected a 'sets' list")
     for i, s in enumerate(raw["sets"]):

@@ -75,25 +75,23 @@ class Clock:
         except Exception:
             self.nvml = None
 
-    def sm_mhz(self) -> float | str:
+    def _query(self, nvml_call, smi_field: str):
+        """One reading through NVML, else nvidia-smi; '' when neither answers."""
         try:
             if self.nvml:
-                return float(self.nvml.nvmlDeviceGetClockInfo(self.h, self.nvml.NVML_CLOCK_SM))
-            out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm", "--format=csv,noheader,nounits"],
+                return float(nvml_call())
+            out = subprocess.run(["nvidia-smi", f"--query-gpu={smi_field}", "--format=csv,noheader,nounits"],
                                  capture_output=True, text=True, timeout=10).stdout
             return float(out.split()[0])
         except Exception:
             return ""
 
+    def sm_mhz(self) -> float | str:
+        return self._query(lambda: self.nvml.nvmlDeviceGetClockInfo(self.h, self.nvml.NVML_CLOCK_SM), "clocks.sm")
+
     def max_mhz(self) -> float | str:
-        try:
-            if self.nvml:
-                return float(self.nvml.nvmlDeviceGetMaxClockInfo(self.h, self.nvml.NVML_CLOCK_SM))
-            out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.max.sm", "--format=csv,noheader,nounits"],
-                                 capture_output=True, text=True, timeout=10).stdout
-            return float(out.split()[0])
-        except Exception:
-            return ""
+        return self._query(lambda: self.nvml.nvmlDeviceGetMaxClockInfo(self.h, self.nvml.NVML_CLOCK_SM),
+                           "clocks.max.sm")
 
     def driver(self) -> str:
         try:
