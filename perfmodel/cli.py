@@ -270,7 +270,7 @@ def validate(files, gpu_name, cal_path, no_calibration, no_fits, split, worst, a
 @click.option("--calibration", "cal_path", required=True, help="calibration YAML to add the fit to (rewritten)")
 def fit(files, kernel, gpu_name, cal_path):
     """Fit a kernel's latency-path costs on the training split of measured rows; store them in a calibration."""
-    import datetime
+    import dataclasses
     import shlex
     import sys as _sys
 
@@ -285,7 +285,7 @@ def fit(files, kernel, gpu_name, cal_path):
     if spec is None:
         raise InputError(f"no built-in spec matches '{rows[0]['gpu_name']}'; pass --gpu")
     cal = calibration.load(cal_path, spec)
-    cal = calibration.dataclasses.replace(cal, path_fits={k: v for k, v in cal.path_fits.items() if k != kernel})
+    cal = dataclasses.replace(cal, path_fits={k: v for k, v in cal.path_fits.items() if k != kernel})
     result = fit_mod.fit_path(spec, cal, kernel, rows)
     result["training"]["data"] = sorted({r["_file"] for r in rows})
     result["training"]["command"] = " ".join(["perfmodel"] + [shlex.quote(a) for a in _sys.argv[1:]])

@@ -50,3 +50,28 @@ def test_rows_are_appended_and_a_rerun_sees_them(tmp_path):
     assert open(out).read().count("kernel,") == 1
     assert runner.row_key(rows[0]) == runner.row_key({k: str(v) for k, v in key.items()})
     assert list(csv.reader(open(out)))[0] == runner.COLUMNS
+
+
+def test_clock_reads_nvml_and_falls_back_to_empty():
+    class FakeNVML:
+        NVML_CLOCK_SM = 1
+
+        @staticmethod
+        def nvmlDeviceGetClockInfo(h, which):
+            return 1980
+
+        @staticmethod
+        def nvmlDeviceGetMaxClockInfo(h, which):
+            return 1980
+
+    c = runner.Clock.__new__(runner.Clock)
+    c.nvml, c.h = FakeNVML, None
+    assert c.sm_mhz() == 1980.0 and c.max_mhz() == 1980.0
+
+    class Broken(FakeNVML):
+        @staticmethod
+        def nvmlDeviceGetClockInfo(h, which):
+            raise RuntimeError("no device")
+
+    c.nvml = Broken
+    assert c.sm_mhz() == ""
