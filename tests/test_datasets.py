@@ -4,7 +4,6 @@ import csv
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from perfmodel import calibration, gpu, kernels, validate

@@ -52,12 +52,7 @@ def nvcc_version() -> str:
 def check_toolchain(torch) -> dict:
     nvcc = nvcc_version()
     if shutil.which("ninja") is None:
-        try:
-            import ninja  # noqa: F401  (the PyPI package puts a binary on PATH when installed)
-        except ImportError:
-            pass
-        if shutil.which("ninja") is None:
-            raise InputError("ninja not found; torch's JIT build needs it (pip install ninja)")
+        raise InputError("ninja not found; torch's JIT build needs it (pip install ninja)")
     tcuda = torch.version.cuda
     if tcuda is None:
         raise InputError("this torch build has no CUDA support")
