@@ -431,38 +431,21 @@ def roofline(gpu_name, kernel, B, H, N, d, Br, Bc, threads, pad, measured_path, 
     spec = gpu_mod.resolve(gpu_name)
     cal = calibration.resolve(spec, cal_path)
     values = _sweep_values(B, H, N, d, Br, Bc, threads, pad)
-    measured = {}
-    if measured_path:
-        for r in val.read_measurements([measured_path]):
-            if r["kernel"] == kernel:
-                measured[tuple(int(r[k]) for k in ("B", "H", "N", "d", "Br", "Bc", "threads", "pad"))] = \
-                    float(r["median_ms"]) * 1e-3
-    import itertools
-    k = kernels.get(kernel)
-    points = []
-    for combo in itertools.product(*(values[a] or [None] for a in ("B", "H", "N", "d", "Br", "Bc", "threads", "pad"))):
-        cfg = make_config(kernel, *combo[:6], threads=combo[6], pad=combo[7])
-        if not k.fits(spec, cfg.d, cfg.Br, cfg.Bc, cfg.threads, cfg.pad):
-            err.print(f"skipped (does not fit {spec.key}): Br={cfg.Br} Bc={cfg.Bc} d={cfg.d}")
-            continue
-        pred = model.predict(spec, cfg, cal)
-        c = pred.counts
-        key = (cfg.B, cfg.H, cfg.N, cfg.d, cfg.Br, cfg.Bc, cfg.threads, cfg.pad)
-        label = f"N={cfg.N} d={cfg.d} {cfg.Br}x{cfg.Bc}" + (f" T={cfg.threads} pad={cfg.pad}" if k.PADDED else "")
-        points.append({"label": label, "flops": float(c.flops), "time_s": float(pred.time_s),
-                       "bytes": {"dram": float(c.dram_bytes), "l2": float(c.l2_bytes), "smem": float(c.smem_bytes)},
-                       "measured_s": measured.get(key)})
+    rows = val.read_measurements([measured_path]) if measured_path else []
+    points, skipped = report.roofline_points(spec, cal, kernel, values, rows)
+    for cfg in skipped:
+        err.print(f"skipped (does not fit {spec.key}): Br={cfg.Br} Bc={cfg.Bc} d={cfg.d}")
     if not points:
         raise InputError("no configuration fits this GPU")
     if len(points) > 12:
         raise InputError(f"{len(points)} configurations: a roofline stays readable with at most 12")
-    probs = sorted({(p.split()[0]) for p in (q["label"] for q in points)})
     shared = " ".join(f"{a}={values[a][0]}" for a in ("B", "H", "N", "d", "Br", "Bc")
                       if values[a] and len(values[a]) == 1)
     title = f"{kernel} on {spec.name}: {shared} (fp32)"
     fig = plot.roofline(spec, points, title, tensor_flops=None)
     plot.save(fig, out_path)
-    err.print(f"wrote {out_path} ({len(points)} configurations{', ' + str(sum(1 for p in points if p['measured_s'])) + ' measured' if measured else ''}; {', '.join(probs)})")
+    n_meas = sum(1 for p in points if p["measured_s"])
+    err.print(f"wrote {out_path} ({len(points)} configurations" + (f", {n_meas} measured)" if rows else ")"))
 
 
 @main.group()
@@ -505,7 +488,7 @@ def plot_validation(files, out_path, split):
 @click.option("-o", "out_path", required=True)
 def plot_scaling(file, kernel, B, H, d, Br, Bc, N, out_path):
     """Seed 000's two figures: time vs N at fixed tiles, and time vs tiles at fixed N; model, seed, measured."""
-    from perfmodel import plot as plot_mod, seed_model, validate as val
+    from perfmodel import plot as plot_mod, validate as val
 
     _figure_path(out_path)
     rows = [r for r in val.read_measurements([file], note=lambda m: err.print(m)) if r["kernel"] == kernel
@@ -515,27 +498,7 @@ def plot_scaling(file, kernel, B, H, d, Br, Bc, N, out_path):
     spec = gpu_mod.match_device_name(rows[0]["gpu_name"])
     if spec is None:
         raise InputError(f"no built-in spec matches '{rows[0]['gpu_name']}'")
-    cal = calibration.resolve(spec)
-    k = kernels.get(kernel)
-
-    def panel(sel, xs, xlabel, order):
-        sel = sorted(sel, key=order)
-        P = {c: np.array([int(r[c]) for r in sel]) for c in ("N", "Br", "Bc", "threads", "pad", "regs_per_thread")}
-        pred = model.predict_arrays(spec, kernel, cal, B, H, P["N"], d, P["Br"], P["Bc"], P["threads"], P["pad"],
-                                    regs=P["regs_per_thread"])
-        seed = seed_model.predict(spec, B, H, P["N"], d, P["Br"], P["Bc"])
-        return {"x": [xs(r) for r in sel], "model_s": np.asarray(pred.time_s, float),
-                "seed_s": np.asarray(seed.time_s, float),
-                "measured_s": np.array([float(r["median_ms"]) * 1e-3 for r in sel]), "xlabel": xlabel}
-
-    by_n = [r for r in rows if (int(r["Br"]), int(r["Bc"])) == (Br, Bc) and int(r["pad"]) == k.DEFAULT_PAD
-            and (not k.PADDED or int(r["threads"]) == k.DEFAULT_THREADS)]
-    by_t = [r for r in rows if int(r["N"]) == N and int(r["pad"]) == k.DEFAULT_PAD
-            and (not k.PADDED or int(r["threads"]) == k.DEFAULT_THREADS)]
-    if len(by_n) < 2 or len(by_t) < 2:
-        raise InputError(f"too few measured rows for Br={Br} Bc={Bc} (over N) or N={N} (over tiles)")
-    n_panel = panel(by_n, lambda r: int(r["N"]), f"N (Br={Br}, Bc={Bc})", lambda r: int(r["N"]))
-    t_panel = panel(by_t, lambda r: f"{r['Br']}x{r['Bc']}", f"Br x Bc (N={N})", lambda r: (int(r["Br"]), int(r["Bc"])))
+    n_panel, t_panel = report.scaling_panels(spec, calibration.resolve(spec), kernel, rows, B, H, d, Br, Bc, N)
     fig = plot_mod.scaling(n_panel, t_panel, f"{kernel} on {spec.name}, B={B} H={H} d={d}")
     plot_mod.save(fig, out_path)
     err.print(f"wrote {out_path}")

@@ -117,3 +117,59 @@ def render_prediction(console: Console, d: dict) -> None:
     console.print(times)
     console.print(f"predicted time: [bold]{si(d['time_s'], 's')}[/bold]  (bound: {d['bound']})   "
                   f"roofline time: {si(d['roofline_time_s'], 's')}")
+
+
+def roofline_points(spec: GPUSpec, cal, kernel: str, values: dict, measured_rows: list[dict]):
+    """One roofline point per fitting configuration of ``values`` (axis -> list, None = the kernel's default):
+    FLOPs, bytes per level, predicted time, and the measured time where a row matches. Returns (points,
+    configurations that do not fit)."""
+    import itertools
+
+    from perfmodel import kernels, model
+    from perfmodel.problem import make_config
+
+    keys = ("B", "H", "N", "d", "Br", "Bc", "threads", "pad")
+    measured = {tuple(int(r[k]) for k in keys): float(r["median_ms"]) * 1e-3
+                for r in measured_rows if r["kernel"] == kernel}
+    k = kernels.get(kernel)
+    points, skipped = [], []
+    for combo in itertools.product(*(values[a] or [None] for a in keys)):
+        cfg = make_config(kernel, *combo[:6], threads=combo[6], pad=combo[7])
+        if not k.fits(spec, cfg.d, cfg.Br, cfg.Bc, cfg.threads, cfg.pad):
+            skipped.append(cfg)
+            continue
+        pred = model.predict(spec, cfg, cal)
+        c = pred.counts
+        label = f"N={cfg.N} d={cfg.d} {cfg.Br}x{cfg.Bc}" + (f" T={cfg.threads} pad={cfg.pad}" if k.PADDED else "")
+        points.append({"label": label, "flops": float(c.flops), "time_s": float(pred.time_s),
+                       "bytes": {"dram": float(c.dram_bytes), "l2": float(c.l2_bytes), "smem": float(c.smem_bytes)},
+                       "measured_s": measured.get(tuple(getattr(cfg, a) for a in keys))})
+    return points, skipped
+
+
+def scaling_panels(spec: GPUSpec, cal, kernel: str, rows: list[dict], B, H, d, Br, Bc, N):
+    """Seed 000's two figures as data: time vs N at tiles (Br, Bc), and time vs tiles at N; each with our
+    prediction, the seed model's and the measurement, for the kernel's default threads and padding."""
+    from perfmodel import kernels, model, seed_model
+    from perfmodel.errors import InputError
+
+    k = kernels.get(kernel)
+    default = [r for r in rows if int(r["pad"]) == k.DEFAULT_PAD
+               and (not k.PADDED or int(r["threads"]) == k.DEFAULT_THREADS)]
+
+    def panel(sel, xs, xlabel, order):
+        sel = sorted(sel, key=order)
+        P = {c: np.array([int(r[c]) for r in sel]) for c in ("N", "Br", "Bc", "threads", "pad", "regs_per_thread")}
+        pred = model.predict_arrays(spec, kernel, cal, B, H, P["N"], d, P["Br"], P["Bc"], P["threads"], P["pad"],
+                                    regs=P["regs_per_thread"])
+        seed = seed_model.predict(spec, B, H, P["N"], d, P["Br"], P["Bc"])
+        return {"x": [xs(r) for r in sel], "model_s": np.asarray(pred.time_s, float),
+                "seed_s": np.asarray(seed.time_s, float),
+                "measured_s": np.array([float(r["median_ms"]) * 1e-3 for r in sel]), "xlabel": xlabel}
+
+    by_n = [r for r in default if (int(r["Br"]), int(r["Bc"])) == (Br, Bc)]
+    by_t = [r for r in default if int(r["N"]) == N]
+    if len(by_n) < 2 or len(by_t) < 2:
+        raise InputError(f"too few measured rows for Br={Br} Bc={Bc} (over N) or N={N} (over tiles)")
+    return (panel(by_n, lambda r: int(r["N"]), f"N (Br={Br}, Bc={Bc})", lambda r: int(r["N"])),
+            panel(by_t, lambda r: f"{r['Br']}x{r['Bc']}", f"Br x Bc (N={N})", lambda r: (int(r["Br"]), int(r["Bc"]))))
