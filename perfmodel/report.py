@@ -41,6 +41,7 @@ def prediction_dict(gpu: GPUSpec, cfg: Config, pred, cal) -> dict:
         "kernel": cfg.kernel,
         "params": cfg.to_dict(),
         "calibration": cal.source,
+        "path_costs": "fitted" if cfg.kernel in cal.path_fits else "probe" if cal.source != "spec" else "spec",
         "flops": flops,
         "flops_by_kind": {"fma": _f(c.fma), "exp": _f(c.exp), "max": _f(c.cmp), "add": _f(c.add), "mul": _f(c.mul)},
         "bytes": byts,
@@ -117,6 +118,10 @@ def render_prediction(console: Console, d: dict) -> None:
     console.print(times)
     console.print(f"predicted time: [bold]{si(d['time_s'], 's')}[/bold]  (bound: {d['bound']})   "
                   f"roofline time: {si(d['roofline_time_s'], 's')}")
+    if "calibration" in d:
+        how = {"spec": "constants derived from the spec sheet (no probe calibration for this GPU)",
+               "probe": "probe calibration", "fitted": "probe calibration; path costs fitted on a training split"}
+        console.print(f"calibration: {d['calibration']} — {how[d['path_costs']]}")
 
 
 def roofline_points(spec: GPUSpec, cal, kernel: str, values: dict, measured_rows: list[dict]):
