@@ -58,17 +58,3 @@ def strided(stride_words, active_lanes=WARP):
     a = np.clip(np.asarray(active_lanes, dtype=np.int64), 0, WARP)
     out = _strided_table()[np.mod(s, 32), a]
     return np.where(a == 0, 0, np.where(s == 0, 1, out))
-
-
-@lru_cache(maxsize=None)
-def tile_walk(cols: int, row_stride_words: int, active_lanes: int = WARP, start: int = 0) -> int:
-    """Wavefronts when lane t reads word ``(e // cols) * row_stride + e % cols`` with e = start + t.
-
-    The access pattern of a warp sweeping a row-major tile of width ``cols`` (stored with a padded row
-    stride) element by element: consecutive lanes take consecutive columns and wrap to the next row.
-    """
-    addrs = []
-    for t in range(active_lanes):
-        e = start + t
-        addrs.append(((e // cols) * row_stride_words + e % cols) * 4)
-    return wavefronts(addrs)

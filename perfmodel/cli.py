@@ -356,6 +356,8 @@ def sweep(gpu_name, kernel, B, H, N, d, Br, Bc, threads, pad, best, as_csv, as_j
 
     from perfmodel import sweep as sw
 
+    if out_path:
+        _figure_path(out_path)
     spec = gpu_mod.resolve(gpu_name)
     cal = calibration.resolve(spec, cal_path)
     values = _sweep_values(B, H, N, d, Br, Bc, threads, pad)
@@ -370,7 +372,7 @@ def sweep(gpu_name, kernel, B, H, N, d, Br, Bc, threads, pad, best, as_csv, as_j
         from perfmodel import plot
         fig = plot.heatmap(sub, res.values["Br"], res.values["Bc"],
                            f"{kernel} on {spec.name}: B={p0['B']} H={p0['H']} N={p0['N']} d={p0['d']}")
-        plot.save(fig, _figure_path(out_path))
+        plot.save(fig, out_path)
         err.print(f"wrote {out_path}")
     cols = list(sw.AXES) + ["time_s", "bound"]
     if as_csv:

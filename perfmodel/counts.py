@@ -94,18 +94,6 @@ class Counts:
         return (self.warp_fp32 + self.warp_sfu + self.warp_lds + self.warp_sts + self.warp_ldg
                 + self.warp_stg + self.warp_other)
 
-    def __add__(self, other: "Counts") -> "Counts":
-        """Sum of two launches' work (launch-shape fields are taken from the left operand)."""
-        shape = {"grid_blocks", "threads_per_block", "smem_bytes_per_block", "regs_per_thread"}
-        return Counts(**{f.name: getattr(self, f.name) if f.name in shape
-                         else getattr(self, f.name) + getattr(other, f.name)
-                         for f in dataclasses.fields(self)})
-
-    def item(self, i: int = 0) -> "Counts":
-        """The i-th configuration of a vectorised Counts, as 0-d arrays."""
-        return Counts(**{f.name: np.asarray(np.broadcast_to(getattr(self, f.name), self.shape)[i])
-                         for f in dataclasses.fields(self)})
-
     @property
     def shape(self) -> tuple[int, ...]:
         return np.broadcast_shapes(*(np.shape(getattr(self, f.name)) for f in dataclasses.fields(self)))

@@ -5,12 +5,14 @@ A round of r blocks costs
 
     throughput: the most loaded resource of the SM: FP32 and MUFU lanes (usable only on the SM sub-partitions
                 that have warps: min(warps, 4) / 4), issue slots, shared-memory wavefronts;
-    latency:    one block's critical path (its slowest warp): dependent dot-product steps, conflict replays,
-                MUFU and FP32 latencies, global round trips and barriers;
+    latency:    one block's critical path (its slowest warp): dot-product, reduction and exp steps, conflict
+                replays, outer-loop set-up, FP32 and MUFU latencies, global round trips and barriers
+                (the path features of Counts, each times its cost in cycles);
 
 joined by a p-norm, (thr^p + lat^p)^(1/p): with few warps the path dominates, with many the pipes do, and in
-between both count. The chip-wide L2 and DRAM times join the same way. All constants come from the spec and
-the calibration (``perfmodel probe``); nothing is fitted to kernel timings here.
+between both count. The chip-wide L2 and DRAM times join the same way. Constants come from the spec and the
+calibration: the probe's microbenchmarks, and for a kernel whose loop forms no microbenchmark covers, path
+costs that ``perfmodel fit`` fitted on a declared training split (perfmodel/fit.py). Nothing else is fitted.
 """
 
 from __future__ import annotations

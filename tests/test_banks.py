@@ -28,9 +28,3 @@ def test_wide_accesses_are_split_into_phases():
     assert banks.wavefronts([t * 16 for t in range(32)], width_bytes=16) == 4
     # 128-bit at a stride of 32 words: each phase of 8 lanes lands on the same 4 banks -> 8 per phase
     assert banks.wavefronts([t * 128 for t in range(32)], width_bytes=16) == 32
-
-
-def test_tile_walk():
-    assert banks.tile_walk(32, 33) == 1          # a warp reads one padded row
-    assert banks.tile_walk(16, 17) == 2          # two rows: word 0 and word 32 share bank 0
-    assert banks.tile_walk(16, 16) == 1          # two unpadded rows of 16: 32 consecutive words

@@ -48,11 +48,6 @@ def strided_sectors(active_lanes, stride_bytes):
     return np.where(s >= SECTOR, a, cdiv(a * np.maximum(s, F32), SECTOR))
 
 
-def contiguous_sectors(n_bytes):
-    """Sectors of a contiguous, sector-aligned run of n_bytes."""
-    return cdiv(n_bytes, SECTOR)
-
-
 def l2_hit_fraction(footprint_bytes, l2_bytes):
     """Share of re-reads that still find their line in L2 when the live working set is footprint_bytes.
 
@@ -61,9 +56,6 @@ def l2_hit_fraction(footprint_bytes, l2_bytes):
     f = np.maximum(np.asarray(footprint_bytes, dtype=float), 1.0)
     return np.minimum(1.0, l2_bytes / f)
 
-
-def zeros_like_counts(shape) -> dict:
-    return {name: np.zeros(shape) for name in Counts.__dataclass_fields__}
 
 
 # Per-head quantities that scale with the number of heads (B*H); the rest of Counts is per block or per launch.
