@@ -365,9 +365,8 @@ def sweep(gpu_name, kernel, B, H, N, d, Br, Bc, threads, pad, best, as_csv, as_j
     err.print(f"{res.size} configurations ({int(res.fits.sum())} fit {spec.key}) in {res.seconds:.3f} s")
     rows = res.best() if best else sorted(res.rows(), key=lambda r: r[1])
     if out_path:
-        t = np.where(res.fits, res.time_s, np.inf)
-        # one problem (the first), the best threads/pad for each (Br, Bc)
-        sub = t[0, 0, 0, 0].min(axis=(2, 3))
+        # one problem (the first), the best threads/pad for each (Br, Bc); time_s is inf where a tile does not fit
+        sub = res.time_s[0, 0, 0, 0].min(axis=(2, 3))
         p0 = {a: res.values[a][0] for a in ("B", "H", "N", "d")}
         from perfmodel import plot
         fig = plot.heatmap(sub, res.values["Br"], res.values["Bc"],

@@ -74,17 +74,15 @@ class SweepResult:
     def size(self) -> int:
         return int(self.time_s.size)
 
-    def rows(self, only_fitting: bool = True):
-        """(params dict, time_s, bound) for every configuration, in axis order."""
-        idx = np.argwhere(self.fits) if only_fitting else np.argwhere(np.ones_like(self.fits, dtype=bool))
-        for ix in idx:
+    def rows(self):
+        """(params dict, time_s, bound) for every fitting configuration, in axis order."""
+        for ix in np.argwhere(self.fits):
             yield self._params(ix), float(self.time_s[tuple(ix)]), str(self.bound[tuple(ix)])
 
     def best(self):
         """For each problem (B, H, N, d): the fitting tile configuration with the least predicted time."""
-        t = np.where(self.fits, self.time_s, np.inf)
-        shape = t.shape
-        flat = t.reshape(shape[:4] + (-1,))
+        shape = self.time_s.shape                   # already inf where the tile does not fit
+        flat = self.time_s.reshape(shape[:4] + (-1,))
         arg = flat.argmin(axis=-1)
         out = []
         for ix in np.ndindex(*shape[:4]):
