@@ -1,27 +1,72 @@
-"""The one exception type for bad user input: the CLI prints its message on one line and exits 2."""
+"""The one exception type for bad user input (the CLI prints its message on one line and exits 2), and the one
+safe way to read the text and YAML files users give: size, encoding and nesting limits, one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+MAX_TEXT_BYTES = 64 * 1024 * 1024     # far above any spec, calibration, grid or measurement file
+MAX_YAML_DEPTH = 32
+MAX_YAML_NODES = 200_000              # an alias bomb expands far past this
 
 
 class InputError(ValueError):
     """Raised for impossible sizes, unknown GPUs, malformed spec files, missing toolchains, ..."""
 
 
-def read_yaml(path, what: str):
-    """Parse a YAML file with ``yaml.safe_load``; a missing, unreadable or malformed file is an InputError
-    naming ``what`` ("GPU spec file", "grid file", ...) and the path."""
-    from pathlib import Path
-
-    import yaml
-
+def read_text(path, what: str) -> str:
+    """A UTF-8 text file (a byte-order mark is dropped); anything else is an InputError naming ``what``."""
     path = Path(path)
     try:
-        text = path.read_text()
+        if path.is_dir():
+            raise InputError(f"{what} {path} is a folder, not a file")
+        size = path.stat().st_size
+        if size > MAX_TEXT_BYTES:
+            raise InputError(f"{what} {path} is too large ({size} bytes)")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise InputError(f"{what} not found: {path}") from None
     except OSError as exc:
-        raise InputError(f"cannot read {what} {path}: {exc.strerror}") from None
+        raise InputError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
     try:
-        return yaml.safe_load(text)
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(f"{what} {path} is not UTF-8 text") from None
+    if "\x00" in text:
+        raise InputError(f"{what} {path} is not text (it holds NUL bytes)")
+    return text
+
+
+def _check_tree(node, path, what, depth=0, count=None):
+    """Refuse YAML nested deeper than MAX_YAML_DEPTH or expanding (through aliases) past MAX_YAML_NODES."""
+    count = count if count is not None else [0]
+    count[0] += 1
+    if count[0] > MAX_YAML_NODES:
+        raise InputError(f"{path}: {what} expands to too many values (an alias bomb?)")
+    if depth > MAX_YAML_DEPTH:
+        raise InputError(f"{path}: {what} is nested more than {MAX_YAML_DEPTH} levels deep")
+    if isinstance(node, dict):
+        for k, v in node.items():
+            _check_tree(v, path, what, depth + 1, count)
+    elif isinstance(node, list):
+        for v in node:
+            _check_tree(v, path, what, depth + 1, count)
+
+
+def read_yaml(path, what: str):
+    """Parse a YAML file with ``yaml.safe_load``; a missing, unreadable, malformed, too deep or too large file is
+    an InputError naming ``what`` ("GPU spec file", "grid file", ...) and the path."""
+    import yaml
+
+    path = Path(path)
+    text = read_text(path, what)
+    try:
+        data = yaml.safe_load(text)
+    except RecursionError:
+        raise InputError(f"{path}: {what} is nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" (line {mark.line + 1})" if mark is not None else ""
         raise InputError(f"{path}: malformed YAML{line}") from None
+    _check_tree(data, path, what)
+    return data

@@ -14,25 +14,28 @@ from perfmodel.report import si  # noqa: E402
 LEVEL_STYLE = {"dram": ("DRAM", "tab:red", "o"), "l2": ("L2", "tab:orange", "s"), "smem": ("shared memory", "tab:blue", "^")}
 
 
-def roofline(gpu, points: list[dict], title: str, tensor_flops: float | None = None):
-    """Hierarchical roofline. ``points``: dicts with label, flops, bytes {level: bytes}, time_s, and optionally
-    measured_s. Each point is drawn at its intensity for every memory level."""
+CONFIG_COLORS = plt.get_cmap("Dark2")      # configurations: a palette apart from the ceilings' colours
+
+
+def roofline(ceil, points: list[dict], title: str, dtype: str = "fp32"):
+    """Hierarchical roofline. ``ceil``: hw.ceilings.Ceilings (its basis is named in the legend). ``points``: dicts
+    with label, flops, bytes {level: bytes}, time_s, and optionally measured_s. Each point is drawn at its
+    intensity for every memory level."""
     fig, ax = plt.subplots(figsize=(10.5, 6))
-    ceilings = {"dram": gpu.dram_bw_peak, "l2": gpu.l2_bw, "smem": gpu.smem_bw}
+    ceilings = {"dram": ceil.dram_bps, "l2": ceil.l2_bps, "smem": ceil.smem_bps}
     intens = [p["flops"] / b for p in points for b in p["bytes"].values() if b > 0]
     lo = min(intens + [1e-2]) / 10
     hi = max(intens + [1e3]) * 10
     x = np.logspace(np.log10(lo), np.log10(hi), 200)
-    peak = gpu.fp32_flops
+    peak = ceil.compute_flops(dtype)
     for level, bw in ceilings.items():
         name, color, _ = LEVEL_STYLE[level]
         ax.plot(x, np.minimum(x * bw, peak), color=color, lw=1.5, label=f"{name} {si(bw, 'B/s')}")
-    ax.axhline(peak, color="black", lw=1.5, label=f"FP32 peak {si(peak, 'FLOP/s')}")
-    if tensor_flops:
-        ax.axhline(tensor_flops, color="gray", lw=1, ls="--", label=f"tensor peak {si(tensor_flops, 'FLOP/s')}")
-    cmap = plt.get_cmap("tab10")
+    ax.axhline(ceil.fp32_flops, color="black", lw=1.5, label=f"FP32 {si(ceil.fp32_flops, 'FLOP/s')}")
+    if peak != ceil.fp32_flops:
+        ax.axhline(peak, color="gray", lw=1.5, ls="--", label=f"tensor {dtype} {si(peak, 'FLOP/s')} (datasheet)")
     for i, p in enumerate(points):
-        c = cmap(i % 10)
+        c = CONFIG_COLORS(i % 8)
         for level, b in p["bytes"].items():
             if b <= 0:
                 continue
@@ -43,15 +46,15 @@ def roofline(gpu, points: list[dict], title: str, tensor_flops: float | None = N
                 ax.scatter([ai], [p["flops"] / p["measured_s"]], marker=marker, facecolor="none", edgecolor=c,
                            zorder=3, s=90, lw=1.8)
         ax.plot([], [], color=c, lw=6, label=p["label"])
-    ax.scatter([], [], marker="o", color="white", edgecolor="black", label="predicted (filled)")
+    ax.scatter([], [], marker="o", color="dimgray", edgecolor="black", label="predicted (filled)")
     if any(p.get("measured_s") for p in points):
-        ax.scatter([], [], marker="o", facecolor="none", edgecolor="black", label="measured (hollow)")
-    ax.scatter([], [], marker="o", color="gray", label="at DRAM / L2 / shared (○ □ △)")
+        ax.scatter([], [], marker="o", facecolor="none", edgecolor="black", lw=1.8, label="measured (hollow)")
+    ax.scatter([], [], marker="o", color="white", edgecolor="white", label="at DRAM / L2 / shared: ○ □ △")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte) at each memory level")
     ax.set_ylabel("performance (FLOP/s)")
-    ax.set_title(title)
+    ax.set_title(title + f"\nceilings: {ceil.basis}", fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.tight_layout()
@@ -70,8 +73,7 @@ def validation(series: list[dict], title: str):
     colors = {}
     cmap = plt.get_cmap("tab10")
     for s in series:
-        base = s["label"].split()[0]
-        c = colors.setdefault(base, cmap(len(colors)))
+        c = colors.setdefault(s.get("group", s["label"]), cmap(len(colors) % 10))
         if s.get("seed"):
             ax.scatter(s["measured_s"], s["predicted_s"], marker="x", color=c, alpha=0.35, s=14, label=s["label"])
         else:
@@ -118,8 +120,9 @@ def scaling(n_panel: dict, tile_panel: dict, title: str):
     return fig
 
 
-def heatmap(time_s: np.ndarray, brs: list[int], bcs: list[int], title: str):
-    """Predicted time over (Br, Bc); NaN/inf cells (tiles that do not fit) left blank."""
+def heatmap(time_s: np.ndarray, brs: list[int], bcs: list[int], title: str, aggregated=()):
+    """Predicted time over (Br, Bc); NaN/inf cells (tiles that do not fit) left blank. ``aggregated``: the other
+    tile fields over which each cell shows the fastest value (said in the title)."""
     fig, ax = plt.subplots(figsize=(6.5, 5.5))
     t = np.where(np.isfinite(time_s), time_s, np.nan)
     im = ax.imshow(t * 1e3, origin="lower", cmap="viridis_r", aspect="auto")
@@ -130,12 +133,16 @@ def heatmap(time_s: np.ndarray, brs: list[int], bcs: list[int], title: str):
     for i in range(len(brs)):
         for j in range(len(bcs)):
             if np.isfinite(t[i, j]):
-                ax.text(j, i, si(t[i, j], "s", 3), ha="center", va="center", fontsize=7, color="white")
+                r, g, b, _ = im.cmap(im.norm(t[i, j] * 1e3))
+                ink = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
+                ax.text(j, i, si(t[i, j], "s", 3), ha="center", va="center", fontsize=7, color=ink)
     if np.isfinite(t).any():
         k = np.nanargmin(t)
         i, j = np.unravel_index(k, t.shape)
         ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="red", lw=2.5))
     fig.colorbar(im, ax=ax, label="predicted time (ms)")
+    if aggregated:
+        title += f"\neach cell: the fastest over {', '.join(aggregated)}; red box: fastest overall"
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     return fig

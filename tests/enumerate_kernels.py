@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from perfmodel.banks import wavefronts
+from perfmodel.hw.banks import wavefronts
 
 F = 4
 

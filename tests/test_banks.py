@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from perfmodel import banks
+from perfmodel.hw import banks
 
 
 @pytest.mark.parametrize("stride", [1, 2, 3, 4, 8, 16, 32, 33, 37, 64, 96])

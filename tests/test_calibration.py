@@ -4,7 +4,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perfmodel import calibration, fit, gpu
+from perfmodel.evaluation import fit
+from perfmodel.hw import calibration, gpu
 from perfmodel.errors import InputError
 
 H100 = gpu.resolve("h100")
@@ -17,7 +18,7 @@ def test_shipped_calibration_has_provenance_and_fits():
     for k in ("gpu_name", "sm_clock_mhz", "driver", "torch", "nvcc", "date", "command"):
         assert raw["provenance"][k]
     cal = calibration.resolve(H100)
-    assert cal.source == str(p)
+    assert cal.source == f"built-in calibration/{p.name}"
     assert set(cal.path_fits) == {"fa1", "fa2"}
     for f in cal.path_fits.values():
         assert f["training"]["rule"] == fit.SPLIT_RULE
@@ -27,8 +28,11 @@ def test_shipped_calibration_has_provenance_and_fits():
 
 
 @pytest.mark.parametrize("values,needle", [({"bogus": 1.0}, "unknown calibration field 'bogus'"),
-                                           ({"iter_cycles": -1}, "must be a positive number"),
-                                           ({"iter_cycles": "x"}, "must be a positive number")])
+                                           ({"dram_bw_bps": -1}, "must be positive"),
+                                           ({"dram_bw_bps": "x"}, "must be a number"),
+                                           ({"overlap_p": float("nan")}, "must be finite"),
+                                           ({"path_cycles": {"dot": 0}}, "path_cycles.dot must be positive"),
+                                           ({"path_cycles": {"iter": 1}}, "unknown path feature 'iter'")])
 def test_bad_calibration_files(tmp_path, values, needle):
     p = tmp_path / "c.yaml"
     p.write_text(yaml.safe_dump({"values": values}))
@@ -38,7 +42,7 @@ def test_bad_calibration_files(tmp_path, values, needle):
 
 def test_bad_path_fits(tmp_path):
     p = tmp_path / "c.yaml"
-    p.write_text(yaml.safe_dump({"values": {}, "path_fits": {"fa2": {"costs": {"chain_nonsense": 1}}}}))
+    p.write_text(yaml.safe_dump({"values": {}, "path_fits": {"fa2": {"costs": {"nonsense": 1}}}}))
     with pytest.raises(InputError, match="path_fits.fa2.costs"):
         calibration.load(p, H100)
 

@@ -52,16 +52,20 @@ def test_gpus_list_and_show():
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--N", "0"], "N must be a positive integer, got 0"),
-    (["--N", "-5"], "N must be a positive integer"),
-    (["--N", "abc"], "N must be a positive integer, got 'abc'"),
-    (["--N", "1.5"], "N must be a positive integer, got '1.5'"),
-    (["--B", "0"], "B must be a positive integer"),
-    (["--d", "0"], "d must be a positive integer"),
+    (["--N", "0"], "N must be positive, got 0"),
+    (["--N", "-5"], "N must be positive, got -5"),
+    (["--N", "abc"], "N must be an integer, got 'abc'"),
+    (["--N", "1.5"], "N must be an integer, got '1.5'"),
+    (["--N", "9223372036854775808"], "N = 9223372036854775808 is too large"),
+    (["--B", "0"], "B must be positive"),
+    (["--d", "0"], "d must be positive"),
     (["--Br", "128", "--Bc", "128", "--d", "256"], "needs 458752 B of shared memory per block; NVIDIA GeForce RTX "
                                                    "3090 allows at most 101376 B"),
-    (["--Br", "2048"], "fa1 runs Br = 2048 threads per block; NVIDIA GeForce RTX 3090 allows at most 1024"),
-    (["--kernel", "fa2", "--threads", "2048"], "fa2 with 2048 threads per block"),
+    (["--Br", "2048"], "fa1: 2048 threads per block; NVIDIA GeForce RTX 3090 allows at most 1024"),
+    (["--kernel", "fa2", "--threads", "2048"], "fa2: 2048 threads per block"),
+    (["--threads", "64"], "kernel fa1 has no tile parameter 'threads'"),
+    (["--regs", "0"], "regs must be positive"),
+    (["--regs", "300"], "allows at most 255 per thread"),
     (["--kernel", "fa2", "--threads", "100"], "multiple of 32"),
     (["--kernel", "fa3"], "unknown kernel 'fa3'; known: fa1, fa2"),
     (["--dtype", "bf16"], "fp32 only"),
@@ -97,7 +101,7 @@ def test_unreadable_yaml_is_one_line(tmp_path):
     p = tmp_path / "dir.yaml"
     p.mkdir()
     code, out, _ = run(["gpus", "show", str(p)])
-    assert code == 2 and out.startswith("error: cannot read GPU spec file")
+    assert code == 2 and out.startswith("error: GPU spec file") and "is a folder" in out
 
 
 def test_missing_option_is_one_line():

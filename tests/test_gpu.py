@@ -1,7 +1,7 @@
 import pytest
 import yaml
 
-from perfmodel import gpu
+from perfmodel.hw import gpu
 from perfmodel.errors import InputError
 
 REQUIRED_KEYS = ["h100-sxm", "h100-pcie", "h200", "a100-40gb", "a100-80gb", "rtx3090", "gtx1080"]

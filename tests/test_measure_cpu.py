@@ -11,33 +11,38 @@ from perfmodel.measure import grid, runner
 def test_seed_grid_expands_to_16():
     cfgs = grid.expand(grid.load("examples/grids/seed.yaml"), "fa1")
     assert len(cfgs) == 16
-    assert {(c.Br, c.Bc) for c in cfgs} == {(16, 16), (32, 32), (64, 16), (16, 64)}
-    assert all(c.threads == c.Br and c.pad == 0 for c in cfgs)          # fa1 runs Br threads, no padding
+    assert {(c.tiles.Br, c.tiles.Bc) for c in cfgs} == {(16, 16), (32, 32), (64, 16), (16, 64)}
+    assert all(c.key()["threads"] == c.tiles.Br and c.key()["pad"] == 0 for c in cfgs)   # fa1: Br threads, no pad
     cfgs2 = grid.expand(grid.load("examples/grids/seed.yaml"), "fa2")
-    assert all(c.threads == 128 and c.pad == 1 for c in cfgs2)
+    assert all(c.tiles.threads == 128 and c.tiles.pad == 1 for c in cfgs2)
 
 
 def test_shuffle_keeps_the_first_set_in_front():
     raw = grid.load("examples/grids/h100-fa2.yaml")
     cfgs = grid.expand(raw, "fa2")
-    assert [(c.N, c.Br, c.Bc) for c in cfgs[:4]] == [(64, 16, 16), (64, 32, 32), (64, 64, 16), (64, 16, 64)]
+    assert [(c.shape.N, c.tiles.Br, c.tiles.Bc) for c in cfgs[:4]] == [(64, 16, 16), (64, 32, 32), (64, 64, 16),
+                                                                         (64, 16, 64)]
     assert cfgs == grid.expand(raw, "fa2")                              # the order is fixed
     assert len(cfgs) == len(set(cfgs))
 
 
 @pytest.mark.parametrize("text,needle", [("sets: []\n", "expected a 'sets' list"),
                                          ("sets:\n  - {B: [1], Q: [2]}\n", "unknown key 'Q'"),
+                                         ("sets:\n  - {B: [1], threads: [64]}\n", "unknown key 'threads' for kernel fa1"),
+                                         ("sets:\n  - {B: 1}\n", "'B' must be a non-empty list"),
+                                         ("sets:\n  - {tiles: [32]}\n", "must be a pair"),
                                          ("sets: [oops\n", "malformed YAML")])
 def test_bad_grids(tmp_path, text, needle):
     p = tmp_path / "g.yaml"
     p.write_text(text)
     with pytest.raises(InputError, match=needle):
-        grid.load(p)
+        grid.expand(grid.load(p), "fa1")
 
 
 def test_rows_are_appended_and_a_rerun_sees_them(tmp_path):
     out = tmp_path / "m.csv"
-    key = dict(kernel="fa1", B=1, H=4, N=64, d=32, Br=16, Bc=16, threads=16, pad=0, dtype="fp32", l2_flush=1)
+    key = dict(kernel="fa1", B=1, H=4, N=64, d=32, Br=16, Bc=16, threads=16, pad=0, dtype="fp32", causal=0,
+               l2_flush=1)
     a = runner.Appender(out, runner.COLUMNS)
     a.add(dict(key, median_ms="1.0"))
     a.close()

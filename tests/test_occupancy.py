@@ -3,9 +3,8 @@ from pathlib import Path
 
 import numpy as np
 
-from perfmodel import gpu
-from perfmodel.kernels import fa1, fa2
-from perfmodel.occupancy import blocks_per_sm, waves
+from perfmodel.hw import gpu
+from perfmodel.hw.occupancy import blocks_per_sm, waves
 
 H100 = gpu.resolve("h100")
 DATA = Path(__file__).resolve().parent.parent / "examples" / "measurements" / "h100"
@@ -27,7 +26,7 @@ def test_waves_formula():
 
 def test_occupancy_matches_cuda_for_every_measured_configuration():
     # cudaOccupancyMaxActiveBlocksPerMultiprocessor was recorded with every measured row
-    for name, kern in (("fa1", fa1), ("fa2", fa2)):
+    for name in ("fa1", "fa2"):
         rows = list(csv.DictReader(open(DATA / f"{name}.csv")))
         T = np.array([int(r["threads"]) for r in rows])
         regs = np.array([int(r["regs_per_thread"]) for r in rows])

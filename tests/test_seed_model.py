@@ -2,7 +2,8 @@ import math
 
 import pytest
 
-from perfmodel import gpu, seed_model
+from perfmodel.hw import gpu
+from perfmodel.model import seed as seed_model
 
 
 def test_flop_loop_as_printed():

@@ -6,9 +6,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from perfmodel import calibration, gpu, kernels, sweep
 from perfmodel.cli import main
 from perfmodel.errors import InputError
+from perfmodel.evaluation import sweep
+from perfmodel.hw import calibration, gpu
+from perfmodel.kernels import get
+from perfmodel.shape import AttentionShape
 
 H100 = gpu.resolve("h100")
 MAGIC = {".png": b"\x89PNG", ".pdf": b"%PDF", ".svg": b"<?xml"}
@@ -54,27 +57,33 @@ def test_sweep_rows_equal_predict(kernel):
 
 def test_best_never_picks_a_tile_that_does_not_fit():
     cal = calibration.resolve(H100)
-    res = sweep.run(H100, "fa2", cal, {"B": [1], "H": [8], "N": [512, 4096], "d": [64, 128],
+    res = sweep.run(H100, get("fa2"), cal, {"B": [1], "H": [8], "N": [512, 4096], "d": [64, 128],
                                         "Br": [16, 64, 128, 256], "Bc": [32, 128, 256], "threads": [64, 256],
                                         "pad": [0, 1]})
     assert not res.fits.all()                         # some tiles exceed 227 KB here
     best = res.best()
     assert len(best) == 4
     for p, t, _ in best:
-        assert kernels.fa2.fits(H100, p["d"], p["Br"], p["Bc"], p["threads"], p["pad"])
+        k = get("fa2")
+        assert k.fits(H100, AttentionShape(p["B"], p["H"], p["N"], p["d"]),
+                      k.Tiles(p["Br"], p["Bc"], p["threads"], p["pad"]))
         same = res.time_s[0, 0, res.values["N"].index(p["N"]), res.values["d"].index(p["d"])]
         assert t == pytest.approx(np.min(same[np.isfinite(same)]))
 
 
-def test_fa1_sweep_reports_its_real_launch():
+def test_fa1_sweep_has_only_fa1s_tile_axes():
     rows = run_json(["sweep", "--gpu", "h100", "--kernel", "fa1", "--Br", "16,64", "--Bc", "32", "--json"])["rows"]
-    assert {(r["Br"], r["threads"], r["pad"]) for r in rows} == {(16, 16, 0), (64, 64, 0)}
+    assert {(r["Br"], r["Bc"]) for r in rows} == {(16, 32), (64, 32)}
+    assert all(set(r) == {"B", "H", "N", "d", "Br", "Bc", "time_s", "bound"} for r in rows)
+    code, out = run(["sweep", "--gpu", "h100", "--kernel", "fa1", "--threads", "64"])
+    assert code == 2 and "fa1 has no tile parameter 'threads'" in out
 
 
 @pytest.mark.parametrize("kernel", ["fa1", "fa2"])
-def test_benchmark_counts_a_million(kernel):
-    r = sweep.benchmark(H100, calibration.resolve(H100), kernel, repeats=1)
-    assert r["configurations"] >= 1_000_000 and r["per_second"] > 0
+def test_benchmark_sweeps_a_million_configurations_and_times_them(kernel):
+    r = sweep.benchmark(H100, calibration.resolve(H100), get(kernel), repeats=1)
+    assert 1_000_000 <= r["configurations"] <= 1_100_000
+    assert r["per_second"] == pytest.approx(r["configurations"] / r["seconds"])
 
 
 @pytest.mark.parametrize("ext", [".png", ".svg", ".pdf"])

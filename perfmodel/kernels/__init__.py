@@ -1,26 +1,14 @@
-"""Kernel variants: each module describes one kernel's loop nest (counts) and launch shape.
+"""Kernel models, one module each, registered by name (see base.py for the interface every kernel provides).
 
-Every module offers the same functions, so callers never branch on the kernel:
-``counts(gpu, B, H, N, d, Br, Bc, threads, pad, regs, l2_bytes)``, ``check(...)``, ``fits(gpu, d, Br, Bc, threads, pad)``,
-``smem_bytes(d, Br, Bc, pad)``, ``block_threads(Br, threads)``, ``grid_blocks(B, H, N, Br)``, and the
-constants NAME, DESCRIPTION, SOURCE, REGS_PER_THREAD, DEFAULT_THREADS, DEFAULT_PAD, PADDED.
+Adding a kernel: write ``perfmodel/kernels/<name>.py`` with a ``Kernel`` subclass and ``register(...)`` it,
+put its CUDA source in ``csrc/``, and import the module below. Nothing else names a kernel.
 """
 
-from perfmodel.errors import InputError
-from perfmodel.kernels import fa1, fa2
+from perfmodel.kernels.base import REGISTRY, ArchFacts, Kernel, Launch, Tiles, get, register
+from perfmodel.kernels import fa1, fa2  # noqa: F401  (registration)
 
-KERNELS = {fa1.NAME: fa1, fa2.NAME: fa2}
-
-
-def get(name: str):
-    try:
-        return KERNELS[name]
-    except KeyError:
-        raise InputError(f"unknown kernel '{name}'; known: {', '.join(KERNELS)}") from None
+__all__ = ["REGISTRY", "ArchFacts", "Kernel", "Launch", "Tiles", "get", "register", "names"]
 
 
-def tile_defaults(kernel, Br, threads=None, pad=None):
-    """(threads, pad) as the kernel really runs them: fa1 has Br threads and no padding."""
-    threads = int(kernel.block_threads(Br, threads if threads is not None else kernel.DEFAULT_THREADS))
-    pad = pad if pad is not None and kernel.PADDED else kernel.DEFAULT_PAD
-    return threads, int(pad)
+def names() -> list[str]:
+    return list(REGISTRY)

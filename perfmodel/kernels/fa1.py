@@ -21,56 +21,44 @@ broadcasts (every lane reads the same word), Kj/Vj stores at stride d.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from perfmodel import banks
-from perfmodel.counts import Counts
-from perfmodel.errors import InputError
-from perfmodel.gpu import GPUSpec
-from perfmodel.kernels.common import F32, arr, assemble, cdiv, over_tiles, over_warps, strided_sectors, tiles
+from perfmodel.hw import banks
+from perfmodel.kernels.base import ArchFacts, Kernel, Tiles, register
+from perfmodel.kernels.common import work_counts, F32, arr, cdiv, over_tiles, over_warps, strided_sectors, tiles
 
-NAME = "fa1"
-SOURCE = "fa1.cu"
-DESCRIPTION = "FlashAttention-1 order (seed 000): grid (B, H), one thread per query row, O/l/m in global memory"
-# Instructions beyond the counted arithmetic and memory ones (address arithmetic, loop control, predicates),
-# per step of each loop, read off the kernel's SASS for sm_90 (examples/measurements/h100/sass/fa1.sass; the
-# 16-way unrolled bodies at 0x2ac0 (Q K^T: 27 per 16 steps), 0x4b40 (P V: 30 per 16), 0x1840 (Q row load:
-# 31 per 16), 0x0910 (K/V row load: 10 per 16 elements of K and V), 0x3720 (exp loop: 10 per 4 steps)),
-# plus an estimate for the set-up of each outer iteration and each tile.
-OTHER_QK_STEP = 27 / 16
-OTHER_PV_STEP = 30 / 16
-OTHER_QLOAD_STEP = 31 / 16
-OTHER_KVLOAD_STEP = 10 / 16
-OTHER_EXP_STEP = 10 / 4
-OTHER_OUTER_ITER = 48     # half the ~100 static instructions of the outer-loop bodies in the SASS (checked against ncu)
-OTHER_TILE = 24               # estimate: per (i, j) step: row index, m/l addresses, branches
+
 FP32_PER_EXP = 3              # __expf: FMUL by log2 e, then MUFU.EX2 between two predicated FMULs (SASS)
-# Registers per thread of the compiled kernel: tiles and d are run-time arguments, so one build serves all
-# configurations. Value reported by ptxas -v for sm_90 (nvcc 13.0) and by cudaFuncGetAttributes on the H100.
-REGS_PER_THREAD = 32
+# Per architecture: registers per thread (tiles and d are run-time arguments, so one build serves every
+# configuration; ptxas -v and cudaFuncGetAttributes agree) and the instructions beyond the counted arithmetic
+# and memory ones (address arithmetic, loop control, predicates) per step of each loop, read off the SASS
+# (examples/measurements/h100/sass/fa1.sass; the 16-way unrolled bodies at 0x2ac0 (Q K^T: 27 per 16 steps),
+# 0x4b40 (P V: 30 per 16), 0x1840 (Q row load: 31 per 16), 0x0910 (K/V row load: 10 per 16 elements of K and
+# V), 0x3720 (exp loop: 10 per 4 steps)), plus an estimate for the set-up of each outer iteration and tile.
+ARCH = {
+    "sm_90": ArchFacts(regs=32, source="ptxas -v, nvcc 13.0, sm_90; examples/measurements/h100/sass/fa1.sass",
+                       overheads={
+                           "qk_step": 27 / 16, "pv_step": 30 / 16, "qload_step": 31 / 16, "kvload_step": 10 / 16,
+                           "exp_step": 10 / 4,
+                           # half the ~100 static instructions of the outer-loop bodies (checked against ncu)
+                           "outer_iter": 48,
+                           "tile": 24,        # estimate: per (i, j) step: row index, m/l addresses, branches
+                       }),
+}
 
 
-def smem_bytes(d, Br, Bc, pad=None):
-    """Qi (Br x d) + Kj, Vj (Bc x d each) + S (Br x Bc), fp32, unpadded."""
-    d, Br, Bc = arr(d), arr(Br), arr(Bc)
-    return (Br * d + 2 * Bc * d + Br * Bc) * F32
+@dataclass(frozen=True)
+class FA1Tiles(Tiles):
+    """fa1 runs one thread per query row of the tile (Br threads) and has no padding."""
+
+    @property
+    def threads(self):
+        return self.Br
 
 
-DEFAULT_THREADS = None   # fa1 runs Br threads per block
-DEFAULT_PAD = 0          # and has no padding
-PADDED = False
-
-
-def block_threads(Br, threads=None):
-    """fa1 runs one thread per query row of the tile."""
-    return arr(Br)
-
-
-def grid_blocks(B, H, N, Br):
-    return arr(B) * arr(H)
-
-
-def _tile_warp(d, Bc):
+def _tile_warp(d, Bc, o):
     """Per-warp counts of one (K/V tile, Q tile) step, as functions of (nc, a): nc valid K/V rows, a lanes."""
     def g(nc, a):
         live = (a > 0) & (nc > 0)
@@ -87,8 +75,8 @@ def _tile_warp(d, Bc):
         stg = d + 2
         sectors = (d * strided_sectors(a, d * F32) + 2 * strided_sectors(a, F32)
                    + d * strided_sectors(a, d * F32))
-        other = (nc * d * OTHER_QK_STEP + d * nc * OTHER_PV_STEP + nc * (OTHER_EXP_STEP + OTHER_OUTER_ITER)
-                 + d * (OTHER_QLOAD_STEP + OTHER_OUTER_ITER) + OTHER_TILE)
+        other = (nc * d * o["qk_step"] + d * nc * o["pv_step"] + nc * (o["exp_step"] + o["outer_iter"])
+                 + d * (o["qload_step"] + o["outer_iter"]) + o["tile"])
         out = dict(lds=lds, sts=sts, ld_wf=ld_wf, st_wf=st_wf, fp32=fp32, sfu=sfu, ldg=ldg, stg=stg,
                    sectors=sectors, other=other,
                    ld_bytes=F32 * a * lds, st_bytes=F32 * a * sts,
@@ -96,37 +84,38 @@ def _tile_warp(d, Bc):
                    fma=a * (2 * nc * d + d + 1), exp=a * (nc + 2), cmp=a * (nc + 1),
                    add=a * (2 * nc + 2), mul=a * (nc + 5 + d),
                    # the path of this warp
-                   cdot=2 * nc * d, cexp=nc, couter=(nc + 2 * d) * OTHER_OUTER_ITER + OTHER_TILE, conflict=nc * d * (wq - 1) + d * nc * (ws - 1) + d * (wq - 1)
-                   + 3 * nc * (ws - 1),
-                   cfp32=2 * nc + 9 + 2 * FP32_PER_EXP + 2 * d, csfu=3, cgmem=cdiv(d, 4) + 1 + d)
+                   p_dot=2 * nc * d, p_exp=nc, p_outer=(nc + 2 * d) * o["outer_iter"] + o["tile"],
+                   p_conflict=nc * d * (wq - 1) + d * nc * (ws - 1) + d * (wq - 1) + 3 * nc * (ws - 1),
+                   p_fp32=2 * nc + 9 + 2 * FP32_PER_EXP + 2 * d, p_sfu=3, p_gmem=cdiv(d, 4) + 1 + d)
         return {k: np.where(live, v, 0) for k, v in out.items()}
     return g
 
 
-def _kv_warp(d):
+def _kv_warp(d, o):
     """Per-warp counts of loading one K row and one V row per lane (a lanes active)."""
     def g(a):
         live = a > 0
         w = banks.strided(d, a)
         out = dict(ldg=2 * d, sts=2 * d, st_wf=2 * d * w, sectors=2 * d * strided_sectors(a, d * F32),
-                   other=2 * d * OTHER_KVLOAD_STEP + OTHER_OUTER_ITER, st_bytes=2 * d * a * F32)
+                   other=2 * d * o["kvload_step"] + o["outer_iter"], st_bytes=2 * d * a * F32)
         return {k: np.where(live, v, 0) for k, v in out.items()}
     return g
 
 
-def head_counts(gpu: GPUSpec, N, d, Br, Bc, threads=None, pad=None) -> dict:
-    """Everything of one (batch, head) block; see common.assemble for the keys."""
+def _head_counts(N, d, Br, Bc, o):
+    """Everything of one (batch, head) block."""
     N, d, Br, Bc = (arr(x) for x in (N, d, Br, Bc))
-    tw = _tile_warp(d, Bc)
+    tw = _tile_warp(d, Bc, o)
     keys = ["lds", "sts", "ld_wf", "st_wf", "fp32", "sfu", "ldg", "stg", "sectors", "other", "ld_bytes",
             "st_bytes", "fma", "exp", "cmp", "add", "mul"]
     # per block: every (j, i) tile pair, every warp of the Q tile
     blk = over_tiles(N, Br, Bc, lambda nc, nr: over_warps(nr, lambda a: tw(nc, a), keys), keys)
     # the path: the first (fullest) warp of each Q tile
-    pkeys = ["cdot", "cexp", "couter", "conflict", "cfp32", "csfu", "cgmem"]
+    pkeys = ["p_dot", "p_exp", "p_outer", "p_conflict", "p_fp32", "p_sfu", "p_gmem"]
     path = over_tiles(N, Br, Bc, lambda nc, nr: tw(nc, np.minimum(nr, 32)), pkeys)
+    path = {k[2:]: v for k, v in path.items()}
     # K/V loads: per j tile, rows r = tx + k*Br for k < ceil(nc/Br)
-    kvw = _kv_warp(d)
+    kvw = _kv_warp(d, o)
     kkeys = ["ldg", "sts", "st_wf", "sectors", "other", "st_bytes"]
 
     def kv_tile(nc):
@@ -146,38 +135,59 @@ def head_counts(gpu: GPUSpec, N, d, Br, Bc, threads=None, pad=None) -> dict:
     # global traffic per (b, h): K, V once; Q, O (read and write), l, m once per K/V tile
     nd = N * d * F32
     per_head = nd + nd + 2 * N * F32          # Q, O, l, m: re-read every K/V tile, live between
-    return {
-        "fma": blk["fma"], "exp": blk["exp"], "cmp": blk["cmp"], "add": blk["add"], "mul": blk["mul"],
-        "warp_fp32": blk["fp32"], "warp_sfu": blk["sfu"], "warp_lds": blk["lds"], "warp_sts": blk["sts"],
-        "warp_ldg": blk["ldg"], "warp_stg": blk["stg"], "warp_other": blk["other"],
-        "smem_ld_bytes": blk["ld_bytes"], "smem_st_bytes": blk["st_bytes"],
-        "smem_ld_wavefronts": blk["ld_wf"], "smem_st_wavefronts": blk["st_wf"], "gld_sectors": blk["sectors"],
-        "l2_read_bytes": 2 * nd + Tc * per_head, "l2_write_bytes": Tc * (nd + 2 * N * F32),
-        # DRAM: first touches (K, V, and Q/O/l/m), re-reads of Q/O/l/m on an L2 miss; O, l, m written back
-        "dram_read_once": 2 * nd + per_head, "dram_reread": (Tc - 1) * per_head, "live_bytes": per_head,
-        "dram_write_once": nd + 2 * N * F32, "dram_rewrite": (Tc - 1) * (nd + 2 * N * F32),
-        "blocks_per_head": np.ones_like(N), "threads": Br, "smem": smem_bytes(d, Br, Bc),
-        "chain_dot": path["cdot"], "chain_red": 0 * N, "chain_exp": path["cexp"], "chain_outer": path["couter"],
-        "chain_conflict_wf": path["conflict"], "chain_fp32": path["cfp32"], "chain_sfu": path["csfu"],
-        "chain_gmem": path["cgmem"] + kv_rows_per_thread * cdiv(d, 4), "chain_syncs": 2 * Tc,
-    }
+    return work_counts(
+        blk,
+        l2_read_bytes=2 * nd + Tc * per_head, l2_write_bytes=Tc * (nd + 2 * N * F32),
+        # DRAM: first touches (K, V, and Q/O/l/m), re-reads of Q/O/l/m that miss L2; O, l, m written back
+        dram_read_once=2 * nd + per_head, dram_read_reuse=(Tc - 1) * per_head, reuse_live_bytes=per_head,
+        dram_write_once=nd + 2 * N * F32, dram_write_reuse=(Tc - 1) * (nd + 2 * N * F32),
+        path_dot=path["dot"], path_reduction=0 * N, path_exp=path["exp"], path_outer=path["outer"],
+        path_conflict=path["conflict"], path_fp32=path["fp32"], path_sfu=path["sfu"],
+        path_gmem=path["gmem"] + kv_rows_per_thread * cdiv(d, 4), path_sync=2 * Tc,
+    )
 
 
-def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=None, pad=None, regs=None, l2_bytes=None) -> Counts:
-    regs = REGS_PER_THREAD if regs is None else regs
-    return assemble(gpu, B, H, head_counts(gpu, N, d, Br, Bc), regs, l2_bytes)
+class FA1(Kernel):
+    name = "fa1"
+    description = "FlashAttention-1 order (seed 000): grid (B, H), one thread per query row, O/l/m in global memory"
+    source = "fa1.cu"
+    Tiles = FA1Tiles
+    arch = ARCH
+
+    def grid_blocks(self, shape, tiles):
+        return arr(shape.B) * arr(shape.H)
+
+    def smem_bytes(self, shape, tiles):
+        """Qi (Br x d) + Kj, Vj (Bc x d each) + S (Br x Bc), fp32, unpadded."""
+        d, Br, Bc = arr(shape.d), arr(tiles.Br), arr(tiles.Bc)
+        return (Br * d + 2 * Bc * d + Br * Bc) * F32
+
+    def head_counts(self, shape, tiles, facts):
+        return _head_counts(shape.N, shape.d, tiles.Br, tiles.Bc, facts.overheads)
+
+    def runner(self, torch, ext, shape, tiles):
+        from perfmodel.measure.runner import Fp32Runner
+
+        class Runner(Fp32Runner):
+            """fa1 keeps O, l and m in global memory between K/V tiles: it reads zeros, zeros and -inf."""
+
+            def __init__(self):
+                super().__init__(torch, shape, extra=("l", "m"))
+
+            def setup(self):
+                self.O.zero_()
+                self.l.zero_()
+                self.m.fill_(float("-inf"))
+
+            def launch(self, Q, K, V):
+                ext.fa1_forward(Q, K, V, self.O, self.l, self.m, int(tiles.Br), int(tiles.Bc))
+
+            def attributes(self):
+                a = ext.fa1_attributes()
+                a["cuda_blocks_per_sm"] = ext.fa1_max_blocks_per_sm(int(shape.d), int(tiles.Br), int(tiles.Bc))
+                return a
+
+        return Runner()
 
 
-def check(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=None, pad=None) -> None:
-    """Raise InputError for a configuration this kernel cannot run on this GPU."""
-    if Br > gpu.max_threads_per_block:
-        raise InputError(f"fa1 runs Br = {Br} threads per block; {gpu.name} allows at most "
-                         f"{gpu.max_threads_per_block}")
-    need = int(smem_bytes(d, Br, Bc))
-    if need > gpu.smem_per_block_optin_bytes:
-        raise InputError(f"fa1 tile Br={Br}, Bc={Bc}, d={d} needs {need} B of shared memory per block; "
-                         f"{gpu.name} allows at most {gpu.smem_per_block_optin_bytes} B")
-
-
-def fits(gpu: GPUSpec, d, Br, Bc, threads=None, pad=None):
-    return (arr(Br) <= gpu.max_threads_per_block) & (smem_bytes(d, Br, Bc) <= gpu.smem_per_block_optin_bytes)
+KERNEL = register(FA1())

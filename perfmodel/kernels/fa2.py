@@ -20,50 +20,39 @@ stride bcp), where padding decides the bank conflicts; Qs[r][x] in P2 and Ss[r][
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from perfmodel import banks
-from perfmodel.counts import Counts
-from perfmodel.errors import InputError
-from perfmodel.gpu import GPUSpec
-from perfmodel.kernels.common import F32, WARP, arr, assemble, cdiv, over_warps, tiles
+from perfmodel.hw import banks
+from perfmodel.kernels.base import ArchFacts, Kernel, Tiles, register
+from perfmodel.kernels.common import work_counts, F32, WARP, arr, cdiv, over_warps, tiles
 
-NAME = "fa2"
-SOURCE = "fa2.cu"
-DESCRIPTION = "FlashAttention-2 order (seed 001): one block per (Q tile, b, h), 2-D block, O on chip, padded tiles"
-# Instructions beyond the counted arithmetic and memory ones, per step of each loop, read off the kernel's SASS
-# for sm_90 (examples/measurements/h100/sass/fa2.sass): P1 0x21a0 (60 per 16 row-chunks), P2 0x37e0 (23 per 16
-# steps), P3/P5 0x4b70/0x5f20 (12 per 16 steps), P4 0x4700 (16 per 4 chunks), P6 0x6c50 (28 per 16 steps),
-# prologue 0x0860 (40 per 16), epilogue 0x7e40 (8 per 16); plus estimates for outer-loop and per-tile set-up.
-OTHER_P1 = 60 / 16
-OTHER_P2_STEP = 23 / 16
-OTHER_ROW_STEP = 12 / 16
-OTHER_P4_CHUNK = 16 / 4
-OTHER_P6_STEP = 28 / 16
-OTHER_PROLOGUE = 40 / 16
-OTHER_EPILOGUE = 8 / 16
-OTHER_OUTER_ITER = 48     # half the ~100 static instructions of the outer-loop bodies in the SASS (checked against ncu)
-OTHER_TILE = 40           # estimate: per K/V tile: bounds, five barriers, loop control
+
 FP32_PER_EXP = 3          # __expf: FMUL by log2 e, then MUFU.EX2 between two predicated FMULs (SASS)
-REGS_PER_THREAD = 48     # ptxas for sm_90 (nvcc 13.0); one build serves every tile (run-time arguments)
-DEFAULT_THREADS = 128
-DEFAULT_PAD = 1
-PADDED = True
+# Per architecture: registers per thread (one build serves every tile: run-time arguments) and the
+# instructions beyond the counted arithmetic and memory ones, per step of each loop, read off the SASS
+# (examples/measurements/h100/sass/fa2.sass): P1 0x21a0 (60 per 16 row-chunks), P2 0x37e0 (23 per 16 steps),
+# P3/P5 0x4b70/0x5f20 (12 per 16 steps), P4 0x4700 (16 per 4 chunks), P6 0x6c50 (28 per 16 steps), prologue
+# 0x0860 (40 per 16), epilogue 0x7e40 (8 per 16); plus estimates for outer-loop and per-tile set-up.
+ARCH = {
+    "sm_90": ArchFacts(regs=48, source="ptxas -v, nvcc 13.0, sm_90; examples/measurements/h100/sass/fa2.sass",
+                       overheads={
+                           "p1_chunk": 60 / 16, "p2_step": 23 / 16, "row_step": 12 / 16, "p4_chunk": 16 / 4,
+                           "p6_step": 28 / 16, "prologue": 40 / 16, "epilogue": 8 / 16,
+                           # half the ~100 static instructions of the outer-loop bodies (checked against ncu)
+                           "outer_iter": 48,
+                           "tile": 40,        # estimate: per K/V tile: bounds, five barriers, loop control
+                       }),
+}
 
 
-def smem_bytes(d, Br, Bc, pad=DEFAULT_PAD):
-    """Qs, Os (Br x dp) + Ks, Vs (Bc x dp) + Ss (Br x bcp) + m, l, alpha (Br each), fp32."""
-    d, Br, Bc, pad = arr(d), arr(Br), arr(Bc), arr(pad)
-    dp, bcp = d + pad, Bc + pad
-    return (2 * Br * dp + 2 * Bc * dp + Br * bcp + 3 * Br) * F32
+@dataclass(frozen=True)
+class FA2Tiles(Tiles):
+    """fa2's block is 32 lanes x threads/32 warps; shared rows are padded by ``pad`` words."""
 
-
-def block_threads(Br, threads=DEFAULT_THREADS):
-    return arr(threads)
-
-
-def grid_blocks(B, H, N, Br):
-    return arr(B) * arr(H) * cdiv(N, Br)
+    threads: object = 128
+    pad: object = 1
 
 
 def _chunks(n):
@@ -85,7 +74,7 @@ def _row_threads(R, T, g):
     return (R // T) * over_warps(T, one, ["v"])["v"] + over_warps(R % T, one, ["v"])["v"]
 
 
-def _j_tile(d, Br, Bc, T, pad):
+def _j_tile(d, Br, Bc, T, pad, o):
     """Per-block counts of one K/V tile step with nc valid rows (vectorised over nc)."""
     W = arr(T) // WARP
     dp, bcp = arr(d) + arr(pad), arr(Bc) + arr(pad)
@@ -96,33 +85,33 @@ def _j_tile(d, Br, Bc, T, pad):
         nch, a0 = _chunks(nc)
         # P1: K and V rows, 2-D, conflict-free consecutive words
         p1 = dict(ldg=2 * nc * dch, sts=2 * nc * dch, st_wf=2 * nc * dch, st_bytes=2 * nc * d * F32,
-                  sectors=2 * nc * cdiv(d * F32, 32), other=nc * dch * OTHER_P1 + OTHER_TILE)
+                  sectors=2 * nc * cdiv(d * F32, 32), other=nc * dch * o["p1_chunk"] + o["tile"])
         # P2: S = Q K^T; Qs broadcast, Ks at lane stride dp
         kwf = _sum_chunks(nc, lambda a: np.where(a > 0, banks.strided(dp, a), 0))
         p2 = dict(lds=Br * nch * 2 * d, ld_wf=Br * d * (nch + kwf), fp32=Br * nch * (d + 1),
                   sts=Br * nch, st_wf=Br * nch, ld_bytes=Br * F32 * d * (nc + nc), st_bytes=Br * nc * F32,
-                  other=Br * nch * (d * OTHER_P2_STEP + OTHER_OUTER_ITER), fma=Br * nc * d, mul=Br * nc)
+                  other=Br * nch * (d * o["p2_step"] + o["outer_iter"]), fma=Br * nc * d, mul=Br * nc)
         # P3 and P5: one thread per row, Ss at lane stride bcp
         swf = lambda a: np.where(a > 0, banks.strided(bcp, a), 0)
         rw = _row_threads(Br, T, lambda a: (a > 0).astype(np.int64))      # row-warps
         rwf = _row_threads(Br, T, swf)
         p3 = dict(lds=rw * (1 + nc), ld_wf=rw + nc * rwf, fp32=rw * (nc + 1 + FP32_PER_EXP), sfu=rw, sts=2 * rw,
                   st_wf=2 * rw, ld_bytes=Br * (1 + nc) * F32, st_bytes=2 * Br * F32,
-                  other=rw * (nc * OTHER_ROW_STEP + OTHER_OUTER_ITER),
+                  other=rw * (nc * o["row_step"] + o["outer_iter"]),
                   cmp=Br * nc, add=Br, exp=Br)
         p5 = dict(lds=rw * (nc + 2), ld_wf=nc * rwf + 2 * rw, fp32=rw * (nc + 1), sts=rw, st_wf=rw,
                   ld_bytes=Br * (nc + 2) * F32, st_bytes=Br * F32,
-                  other=rw * (nc * OTHER_ROW_STEP + OTHER_OUTER_ITER), add=Br * nc, fma=Br)
+                  other=rw * (nc * o["row_step"] + o["outer_iter"]), add=Br * nc, fma=Br)
         # P4: exp, 2-D, consecutive words; m[r] read once per row and warp
         p4 = dict(lds=Br * (1 + nch), ld_wf=Br * (1 + nch), fp32=Br * nch * (1 + FP32_PER_EXP), sfu=Br * nch,
                   sts=Br * nch, st_wf=Br * nch, ld_bytes=Br * (WARP + nc) * F32, st_bytes=Br * nc * F32,
-                  other=Br * (nch * OTHER_P4_CHUNK + OTHER_OUTER_ITER),
+                  other=Br * (nch * o["p4_chunk"] + o["outer_iter"]),
                   add=Br * nc, exp=Br * nc)
         # P6: O = alpha*O + P V; Ss broadcast, Vs and Os consecutive
         p6 = dict(lds=Br * (1 + dch * (2 * nc + 1)), ld_wf=Br * (1 + dch * (2 * nc + 1)),
                   fp32=Br * dch * (nc + 1), sts=Br * dch, st_wf=Br * dch,
                   ld_bytes=Br * F32 * (WARP + d * (2 * nc + 1)), st_bytes=Br * d * F32,
-                  other=Br * dch * (nc * OTHER_P6_STEP + OTHER_OUTER_ITER),
+                  other=Br * dch * (nc * o["p6_step"] + o["outer_iter"]),
                   fma=Br * d * (nc + 1))
         out: dict = {}
         for part in (p1, p2, p3, p4, p5, p6):
@@ -133,26 +122,26 @@ def _j_tile(d, Br, Bc, T, pad):
         rows1d = cdiv(Br, T)
         a_row = np.minimum(Br, WARP)
         out.update(
-            c_dot=rows2d * nch * d + rows2d * dch * nc,                  # P2, P6
-            c_red=2 * rows1d * nc,                                       # P3, P5
-            c_exp=rows2d * nch + rows1d,                                 # P4, and the rescale factor in P3
-            c_outer=(rows2d * (2 * nch + dch) + 2 * rows1d + cdiv(nc, W)) * OTHER_OUTER_ITER + OTHER_TILE,
-            c_conflict=rows2d * nch * d * (banks.strided(dp, a0) - 1)
+            p_dot=rows2d * nch * d + rows2d * dch * nc,                  # P2, P6
+            p_reduction=2 * rows1d * nc,                                       # P3, P5
+            p_exp=rows2d * nch + rows1d,                                 # P4, and the rescale factor in P3
+            p_outer=(rows2d * (2 * nch + dch) + 2 * rows1d + cdiv(nc, W)) * o["outer_iter"] + o["tile"],
+            p_conflict=rows2d * nch * d * (banks.strided(dp, a0) - 1)
             + 2 * rows1d * nc * (banks.strided(bcp, a_row) - 1),
-            c_fp32=rows2d * nch + rows1d + rows2d * dch,                 # scale, l update, alpha * O
-            c_sfu=0 * nc,
-            c_gmem=cdiv(nc, W) * dch,                                    # P1 rows of this warp
+            p_fp32=rows2d * nch + rows1d + rows2d * dch,                 # scale, l update, alpha * O
+            p_sfu=0 * nc,
+            p_gmem=cdiv(nc, W) * dch,                                    # P1 rows of this warp
         )
         return {k: np.where(live, v, 0) for k, v in out.items()}
     return f
 
 
-def head_counts(gpu: GPUSpec, N, d, Br, Bc, threads=DEFAULT_THREADS, pad=DEFAULT_PAD) -> dict:
-    """Everything of one (batch, head): its ceil(N/Br) blocks; see common.assemble for the keys."""
+def _head_counts(N, d, Br, Bc, threads, pad, o):
+    """Everything of one (batch, head): its ceil(N/Br) blocks."""
     N, d, Br, Bc, T, pad = (arr(x) for x in (N, d, Br, Bc, threads, pad))
     Tr = cdiv(N, Br)
     fj, rc = tiles(N, Bc)
-    jt = _j_tile(d, Br, Bc, T, pad)
+    jt = _j_tile(d, Br, Bc, T, pad, o)
     full, part = jt(arr(Bc) + 0 * N), jt(rc)
     per_block = {k: fj * full[k] + part[k] for k in full}          # every Q-tile block loops over all of K/V
     W = T // WARP
@@ -173,50 +162,70 @@ def head_counts(gpu: GPUSpec, N, d, Br, Bc, threads=DEFAULT_THREADS, pad=DEFAULT
     h["fp32"] = h["fp32"] + valid_rows * (1 + dch)
     h["stg"] = valid_rows * dch
     h["mul"] = h["mul"] + valid_rows * (WARP + d)                    # 1/l[r] on every lane, then O * (1/l)
-    h["other"] = h["other"] + Tr * Br * dch * OTHER_PROLOGUE + valid_rows * dch * OTHER_EPILOGUE
-    path = {k: fj * full[k] + part[k]
-            for k in ("c_dot", "c_red", "c_exp", "c_outer", "c_conflict", "c_fp32", "c_sfu", "c_gmem")}
+    h["other"] = h["other"] + Tr * Br * dch * o["prologue"] + valid_rows * dch * o["epilogue"]
+    path = {k[2:]: fj * full[k] + part[k] for k in full if k.startswith("p_")}
     nd = N * d * F32
     zero = 0 * N
-    return {
-        "fma": h["fma"], "exp": h["exp"], "cmp": h["cmp"], "add": h["add"], "mul": h["mul"],
-        "warp_fp32": h["fp32"], "warp_sfu": h["sfu"], "warp_lds": h["lds"], "warp_sts": h["sts"],
-        "warp_ldg": h["ldg"], "warp_stg": h["stg"], "warp_other": h["other"],
-        "smem_ld_bytes": h["ld_bytes"], "smem_st_bytes": h["st_bytes"],
-        "smem_ld_wavefronts": h["ld_wf"], "smem_st_wavefronts": h["st_wf"], "gld_sectors": h["sectors"],
+    return work_counts(
+        h,
         # Q read and O written once; every Q-tile block reads all of K and V
-        "l2_read_bytes": nd + Tr * 2 * nd, "l2_write_bytes": nd,
+        l2_read_bytes=nd + Tr * 2 * nd, l2_write_bytes=nd,
         # DRAM: Q, K, V on first touch; K and V again for later Q tiles of a head when they left L2
-        "dram_read_once": 3 * nd, "dram_reread": (Tr - 1) * 2 * nd, "live_bytes": 2 * nd,
-        "dram_write_once": nd, "dram_rewrite": zero,
-        "blocks_per_head": Tr, "threads": T, "smem": smem_bytes(d, Br, Bc, pad),
-        "chain_dot": path["c_dot"], "chain_red": path["c_red"], "chain_exp": path["c_exp"],
-        "chain_outer": path["c_outer"], "chain_conflict_wf": path["c_conflict"],
-        "chain_fp32": path["c_fp32"] + 2, "chain_sfu": path["c_sfu"] + 1,
-        "chain_gmem": path["c_gmem"] + cdiv(Br, W) * dch + 1, "chain_syncs": 5 * (fj + (rc > 0)) + 1,
-    }
+        dram_read_once=3 * nd, dram_read_reuse=(Tr - 1) * 2 * nd, reuse_live_bytes=2 * nd,
+        dram_write_once=nd, dram_write_reuse=zero,
+        path_dot=path["dot"], path_reduction=path["reduction"], path_exp=path["exp"], path_outer=path["outer"],
+        path_conflict=path["conflict"], path_fp32=path["fp32"] + 2, path_sfu=path["sfu"] + 1,
+        path_gmem=path["gmem"] + cdiv(Br, W) * dch + 1, path_sync=5 * (fj + (rc > 0)) + 1,
+    )
 
 
-def counts(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=DEFAULT_THREADS, pad=DEFAULT_PAD, regs=None,
-           l2_bytes=None) -> Counts:
-    regs = REGS_PER_THREAD if regs is None else regs
-    return assemble(gpu, B, H, head_counts(gpu, N, d, Br, Bc, threads, pad), regs, l2_bytes)
+def smem_bytes(d, Br, Bc, pad):
+    """Qs, Os (Br x dp) + Ks, Vs (Bc x dp) + Ss (Br x bcp) + m, l, alpha (Br each), fp32."""
+    d, Br, Bc, pad = arr(d), arr(Br), arr(Bc), arr(pad)
+    dp, bcp = d + pad, Bc + pad
+    return (2 * Br * dp + 2 * Bc * dp + Br * bcp + 3 * Br) * F32
 
 
-def check(gpu: GPUSpec, B, H, N, d, Br, Bc, threads=DEFAULT_THREADS, pad=DEFAULT_PAD) -> None:
-    if threads % gpu.warp_size:
-        raise InputError(f"fa2 needs threads to be a multiple of {gpu.warp_size}, got {threads}")
-    if threads > gpu.max_threads_per_block:
-        raise InputError(f"fa2 with {threads} threads per block; {gpu.name} allows at most "
-                         f"{gpu.max_threads_per_block}")
-    if pad < 0:
-        raise InputError(f"pad must be >= 0, got {pad}")
-    need = int(smem_bytes(d, Br, Bc, pad))
-    if need > gpu.smem_per_block_optin_bytes:
-        raise InputError(f"fa2 tile Br={Br}, Bc={Bc}, d={d}, pad={pad} needs {need} B of shared memory per "
-                         f"block; {gpu.name} allows at most {gpu.smem_per_block_optin_bytes} B")
+class FA2(Kernel):
+    name = "fa2"
+    description = "FlashAttention-2 order (seed 001): one block per (Q tile, b, h), 2-D block, O on chip, padded tiles"
+    source = "fa2.cu"
+    Tiles = FA2Tiles
+    arch = ARCH
+
+    def tile_minimum(self, name):
+        return 0 if name == "pad" else 1
+
+    def default_tiles(self, shape=None):
+        return FA2Tiles(Br=None, Bc=None)
+
+    def grid_blocks(self, shape, tiles):
+        return arr(shape.B) * arr(shape.H) * cdiv(shape.N, tiles.Br)
+
+    def smem_bytes(self, shape, tiles):
+        return smem_bytes(shape.d, tiles.Br, tiles.Bc, tiles.pad)
+
+    def constraints(self, gpu, shape, tiles):
+        return [(arr(tiles.threads) % gpu.warp_size == 0,
+                 f"threads must be a multiple of {gpu.warp_size}, got {{threads}}")]
+
+    def head_counts(self, shape, tiles, facts):
+        return _head_counts(shape.N, shape.d, tiles.Br, tiles.Bc, tiles.threads, tiles.pad, facts.overheads)
+
+    def runner(self, torch, ext, shape, tiles):
+        from perfmodel.measure.runner import Fp32Runner
+
+        class Runner(Fp32Runner):
+            def launch(self, Q, K, V):
+                ext.fa2_forward(Q, K, V, self.O, int(tiles.Br), int(tiles.Bc), int(tiles.threads), int(tiles.pad))
+
+            def attributes(self):
+                a = ext.fa2_attributes()
+                a["cuda_blocks_per_sm"] = ext.fa2_max_blocks_per_sm(int(shape.d), int(tiles.Br), int(tiles.Bc),
+                                                                    int(tiles.threads), int(tiles.pad))
+                return a
+
+        return Runner(torch, shape)
 
 
-def fits(gpu: GPUSpec, d, Br, Bc, threads=DEFAULT_THREADS, pad=DEFAULT_PAD):
-    return ((arr(threads) <= gpu.max_threads_per_block) & (arr(threads) % gpu.warp_size == 0)
-            & (smem_bytes(d, Br, Bc, pad) <= gpu.smem_per_block_optin_bytes))
+KERNEL = register(FA2())

@@ -6,7 +6,8 @@
       - {B: [1], H: [4], N: [64, 128, 256, 512], d: [32], tiles: [[16, 16], [32, 32]], threads: [128], pad: [1]}
 
 ``tiles`` lists (Br, Bc) pairs; ``Br`` and ``Bc`` lists may be given instead (their product is taken).
-``shuffle: true`` keeps the first set in order and measures the rest in a fixed random order, so that a run
+``dtype`` and ``causal`` lists join the shape axes; tile fields a kernel lacks (fa1 has no ``threads``) are an
+error. ``shuffle: true`` keeps the first set in order and measures the rest in a fixed random order, so that a run
 stopped early still covers the whole range.
 """
 
@@ -14,12 +15,41 @@ from __future__ import annotations
 
 import itertools
 import random
+from dataclasses import dataclass
 from pathlib import Path
 
 from perfmodel.errors import InputError, read_yaml
-from perfmodel.problem import Config, make_config
+from perfmodel.kernels import get as get_kernel
+from perfmodel.kernels.base import Tiles
+from perfmodel.shape import AXES, AttentionShape, make_shape
 
-_SET_KEYS = {"B", "H", "N", "d", "tiles", "Br", "Bc", "threads", "pad"}
+_SHAPE_KEYS = set(AXES) | {"dtype", "causal"}
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration to measure: a kernel, a scalar shape and scalar tiles."""
+
+    kernel: str
+    shape: AttentionShape
+    tiles: Tiles
+
+    def key(self) -> dict:
+        """The CSV key columns of this configuration (perfmodel.measure.runner.KEY)."""
+        s = self.shape
+        return dict(kernel=self.kernel, B=s.B, H=s.H, N=s.N, d=s.d, **{k: int(v) for k, v in self.tiles.columns().items()},
+                    dtype=s.dtype, causal=int(s.causal))
+
+    def label(self) -> str:
+        t = " ".join(f"{k}={getattr(self.tiles, k)}" for k in self.tiles.fields())
+        return f"{self.kernel} N={self.shape.N} d={self.shape.d} {self.shape.dtype}{' causal' if self.shape.causal else ''} {t}"
+
+
+def _list(raw, key, where):
+    v = raw[key]
+    if not isinstance(v, list) or not v:
+        raise InputError(f"{where}: '{key}' must be a non-empty list")
+    return v
 
 
 def load(path: str | Path) -> dict:
@@ -30,25 +60,42 @@ def load(path: str | Path) -> dict:
     for i, s in enumerate(raw["sets"]):
         if not isinstance(s, dict):
             raise InputError(f"{path}: set {i} is not a mapping")
-        unknown = sorted(set(s) - _SET_KEYS)
-        if unknown:
-            raise InputError(f"{path}: set {i}: unknown key '{unknown[0]}'")
+        for k in s:
+            _list(s, k, f"{path}: set {i}")
+        for t in s.get("tiles", []):
+            if not isinstance(t, list) or len(t) != 2:
+                raise InputError(f"{path}: set {i}: each entry of 'tiles' must be a pair [Br, Bc], got {t!r}")
+    if "budget_ms" in raw:
+        b = raw["budget_ms"]
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or not b > 0 or b == float("inf"):
+            raise InputError(f"{path}: 'budget_ms' must be a positive number, got {b!r}")
     return raw
 
 
 def expand(raw: dict, kernel: str) -> list[Config]:
     """Every configuration of every set, in order, without duplicates."""
+    k = get_kernel(kernel)
+    tile_keys = set(k.Tiles.fields()) | {"tiles"}
     seen, out, first = set(), [], 0
     for n_set, s in enumerate(raw["sets"]):
-        lists = {k: s.get(k, default) for k, default in
-                 dict(B=[1], H=[4], N=[512], d=[32], threads=[None], pad=[None]).items()}
+        unknown = sorted(set(s) - _SHAPE_KEYS - tile_keys)
+        if unknown:
+            raise InputError(f"set {n_set}: unknown key '{unknown[0]}' for kernel {kernel} (its tiles: "
+                             f"{', '.join(k.Tiles.fields())})")
+        lists = {a: s.get(a, default) for a, default in
+                 dict(B=[1], H=[4], N=[512], d=[32], dtype=["fp32"], causal=[False]).items()}
         if "tiles" in s:
-            tiles = [tuple(t) for t in s["tiles"]]
+            pairs = [tuple(t) for t in s["tiles"]]
         else:
-            tiles = list(itertools.product(s.get("Br", [32]), s.get("Bc", [32])))
-        for B, H, N, d, (Br, Bc), threads, pad in itertools.product(
-                lists["B"], lists["H"], lists["N"], lists["d"], tiles, lists["threads"], lists["pad"]):
-            cfg = make_config(kernel, B, H, N, d, Br, Bc, threads=threads, pad=pad)
+            pairs = list(itertools.product(s.get("Br", [32]), s.get("Bc", [32])))
+        others = [f for f in k.Tiles.fields() if f not in ("Br", "Bc")]
+        other_lists = [s.get(f, [None]) for f in others]
+        for B, H, N, d, dt, causal, (Br, Bc), *rest in itertools.product(
+                lists["B"], lists["H"], lists["N"], lists["d"], lists["dtype"], lists["causal"], pairs,
+                *other_lists):
+            shape = make_shape(B, H, N, d, dt, causal)
+            k.check_shape(shape)
+            cfg = Config(kernel, shape, k.make_tiles(Br=Br, Bc=Bc, **dict(zip(others, rest))))
             if cfg not in seen:
                 seen.add(cfg)
                 out.append(cfg)

@@ -4,36 +4,33 @@
 from __future__ import annotations
 
 import argparse
-import math
 
-from perfmodel.problem import make_config
+from perfmodel.kernels import get as get_kernel
+from perfmodel.shape import AXES, make_shape
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--kernel", required=True)
     ap.add_argument("--list", default=None)
-    ap.add_argument("params", nargs="*", help="NAME=VALUE for B, H, N, d, Br, Bc, threads, pad")
+    ap.add_argument("params", nargs="*", help="NAME=VALUE for B, H, N, d, dtype, causal and the kernel's tiles")
     a = ap.parse_args()
+    k = get_kernel(a.kernel)
     if a.list:
         from perfmodel.measure import grid
         for c in grid.expand(grid.load(a.list), a.kernel):
-            print(f"B={c.B} H={c.H} N={c.N} d={c.d} Br={c.Br} Bc={c.Bc} threads={c.threads} pad={c.pad}")
+            s, t = c.shape, c.tiles
+            print(" ".join([f"{x}={getattr(s, x)}" for x in AXES] + [f"dtype={s.dtype}", f"causal={int(s.causal)}"]
+                           + [f"{f}={getattr(t, f)}" for f in t.fields()]))
         return
-    p = {k: int(v) for k, v in (kv.split("=") for kv in a.params)}
-    cfg = make_config(a.kernel, p["B"], p["H"], p["N"], p["d"], p["Br"], p["Bc"], p.get("threads"), p.get("pad"))
+    p = dict(kv.split("=") for kv in a.params)
+    shape = make_shape(*(p.pop(x) for x in AXES), dtype=p.pop("dtype", "fp32"), causal=p.pop("causal", "0") == "1")
+    tiles = k.make_tiles(**p)
     from perfmodel.measure import build, runner
     torch = build.require_torch()
-    ext = build.load()
-    r = runner.KernelRunner(torch, ext, cfg)
-    g = torch.Generator(device="cuda").manual_seed(0)
-    Q, K, V = (torch.randn((cfg.B, cfg.H, cfg.N, cfg.d), generator=g, device="cuda") for _ in range(3))
-    r.setup()
-    r.launch(Q, K, V)
-    torch.cuda.synchronize()
-    ref = runner.reference(torch, Q, K, V)
-    err = float(torch.linalg.vector_norm(r.O.double() - ref) / torch.linalg.vector_norm(ref))
-    assert math.isfinite(err) and err < 1e-5, err
+    r = k.runner(torch, build.load(), shape, tiles)
+    err = runner.check_correct(torch, r, seed=0)
+    assert err <= r.tolerance, err
 
 
 if __name__ == "__main__":

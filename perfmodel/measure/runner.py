@@ -15,22 +15,26 @@ from pathlib import Path
 
 import numpy as np
 
-from perfmodel import calibration, kernels, model
 from perfmodel.errors import InputError
-from perfmodel.gpu import GPUSpec
+from perfmodel.hw import calibration
+from perfmodel.hw.gpu import GPUSpec
+from perfmodel.kernels import get as get_kernel
+from perfmodel.kernels.base import TILE_COLUMNS
 from perfmodel.measure import bench, build
-from perfmodel.problem import Config
+from perfmodel.measure.grid import Config
+from perfmodel.model import engine
+from perfmodel.shape import AXES
 
-KEY = ["kernel", "B", "H", "N", "d", "Br", "Bc", "threads", "pad", "dtype", "l2_flush"]
+KEY = ["kernel", *AXES, *TILE_COLUMNS, "dtype", "causal", "l2_flush"]
 COLUMNS = KEY + ["median_ms", "p20_ms", "p80_ms", "n_runs", "rel_err", "regs_per_thread", "smem_bytes",
                  "local_bytes", "cuda_blocks_per_sm", "gpu_name", "sm_clock_mhz_before", "sm_clock_mhz_after",
                  "sm_clock_max_mhz", "driver", "torch", "torch_cuda", "nvcc", "date", "seed", "command"]
 SKIP_COLUMNS = KEY + ["reason", "detail", "date"]
-REL_ERR_MAX = 1e-5
+_KEY_DEFAULTS = {"causal": "0", "dtype": "fp32"}     # files written before these columns existed
 
 
 def row_key(row: dict) -> tuple:
-    return tuple(str(row[k]) for k in KEY)
+    return tuple(str(row.get(k) if row.get(k) not in (None, "") else _KEY_DEFAULTS.get(k, "")) for k in KEY)
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -104,84 +108,79 @@ class Clock:
             return ""
 
 
-def reference(torch, Q, K, V, max_bytes: int = 1 << 31):
-    """softmax(Q K^T / sqrt(d)) V in float64, a few heads at a time."""
+def reference(torch, Q, K, V, causal: bool = False, max_bytes: int = 1 << 31):
+    """softmax(Q K^T / sqrt(d)) V in float64 (masked above the diagonal when causal), a few heads at a time."""
     B, H, N, d = Q.shape
     q, k, v = (x.reshape(B * H, N, d) for x in (Q, K, V))
     out = torch.empty((B * H, N, d), dtype=torch.float64, device=Q.device)
     step = max(1, max_bytes // (N * N * 8))
+    mask = torch.ones((N, N), dtype=torch.bool, device=Q.device).triu(1) if causal else None
     for s in range(0, B * H, step):
         e = min(B * H, s + step)
         S = torch.matmul(q[s:e].double(), k[s:e].double().transpose(1, 2)) / math.sqrt(d)
+        if mask is not None:
+            S.masked_fill_(mask, float("-inf"))
         out[s:e] = torch.matmul(torch.softmax(S, dim=-1), v[s:e].double())
         del S
     return out.reshape(B, H, N, d)
 
 
-class KernelRunner:
-    """Launches one bundled kernel on given tensors, with the buffers its contract needs."""
+class Fp32Runner:
+    """Buffers and checks for a kernel with float32 Q, K, V and O of shape (B, H, N, d). A kernel's module
+    subclasses it and supplies ``launch`` and ``attributes`` (and ``setup`` if its contract needs one).
+    O lives in a buffer with a NaN guard region behind it: a write past the end is caught."""
 
-    def __init__(self, torch, ext, cfg: Config):
-        self.torch, self.ext, self.cfg = torch, ext, cfg
-        B, H, N, d = cfg.B, cfg.H, cfg.N, cfg.d
+    dtype_name = "fp32"
+    tolerance = 1e-5              # relative Frobenius error against the float64 reference
+
+    def __init__(self, torch, shape, extra: tuple = ()):
+        self.torch, self.shape = torch, shape
+        B, H, N, d = (int(x) for x in (shape.B, shape.H, shape.N, shape.d))
         numel = B * H * N * d
         self.guard = 1024
-        self.Obuf = torch.empty(numel + self.guard, dtype=torch.float32, device="cuda")
+        self.Obuf = torch.empty(numel + self.guard, dtype=self.torch_dtype(), device="cuda")
         self.O = self.Obuf[:numel].view(B, H, N, d)
-        if cfg.kernel == "fa1":
-            self.l = torch.empty(B * H * N, dtype=torch.float32, device="cuda")
-            self.m = torch.empty(B * H * N, dtype=torch.float32, device="cuda")
+        self.extra = {}
+        for name in extra:                         # per-row statistics some kernels keep in global memory
+            setattr(self, name, torch.empty(B * H * N, dtype=torch.float32, device="cuda"))
+            self.extra[name] = getattr(self, name)
+
+    def torch_dtype(self):
+        return self.torch.float32
+
+    def inputs(self, seed: int):
+        g = self.torch.Generator(device="cuda").manual_seed(seed)
+        shape = tuple(int(x) for x in (self.shape.B, self.shape.H, self.shape.N, self.shape.d))
+        return tuple(self.torch.randn(shape, generator=g, device="cuda", dtype=self.torch_dtype()) for _ in range(3))
 
     def poison(self):
         self.Obuf.fill_(float("nan"))
-        if self.cfg.kernel == "fa1":
-            self.l.fill_(float("nan"))
-            self.m.fill_(float("nan"))
+        for t in self.extra.values():
+            t.fill_(float("nan"))
 
     def setup(self):
-        """What the kernel's contract needs before a launch (fa1 reads O, l and m: zeros, zeros, -inf)."""
-        if self.cfg.kernel == "fa1":
-            self.O.zero_()
-            self.l.zero_()
-            self.m.fill_(float("-inf"))
+        """What the kernel's contract needs before a launch (nothing, unless a kernel says otherwise)."""
 
     def launch(self, Q, K, V):
-        c = self.cfg
-        if c.kernel == "fa1":
-            self.ext.fa1_forward(Q, K, V, self.O, self.l, self.m, c.Br, c.Bc)
-        else:
-            self.ext.fa2_forward(Q, K, V, self.O, c.Br, c.Bc, c.threads, c.pad)
-
-    def guard_intact(self) -> bool:
-        return bool(torch_isnan_all(self.torch, self.Obuf[-self.guard:]))
+        raise NotImplementedError
 
     def attributes(self) -> dict:
-        c = self.cfg
-        a = getattr(self.ext, f"{c.kernel}_attributes")()
-        if c.kernel == "fa1":
-            a["cuda_blocks_per_sm"] = self.ext.fa1_max_blocks_per_sm(c.d, c.Br, c.Bc)
-        else:
-            a["cuda_blocks_per_sm"] = self.ext.fa2_max_blocks_per_sm(c.d, c.Br, c.Bc, c.threads, c.pad)
-        return a
+        raise NotImplementedError
+
+    def guard_intact(self) -> bool:
+        return bool(self.torch.isnan(self.Obuf[-self.guard:]).all().item())
 
 
-def torch_isnan_all(torch, t) -> bool:
-    return bool(torch.isnan(t).all().item())
-
-
-def check_correct(torch, runner: KernelRunner, seed: int) -> float:
+def check_correct(torch, runner, seed: int) -> float:
     """Relative error ||O - ref|| / ||ref|| on fresh random inputs, after poisoning the output."""
-    c = runner.cfg
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    shape = (c.B, c.H, c.N, c.d)
-    Q, K, V = (torch.randn(shape, generator=g, device="cuda", dtype=torch.float32) for _ in range(3))
+    Q, K, V = runner.inputs(seed)
     runner.poison()
     runner.setup()
     runner.launch(Q, K, V)
     torch.cuda.synchronize()
     if not runner.guard_intact():
         raise InputError("the kernel wrote past the end of its output")
-    ref = reference(torch, Q, K, V)
+    ref = reference(torch, Q, K, V, causal=bool(runner.shape.causal))
     err = torch.linalg.vector_norm(runner.O.double() - ref) / torch.linalg.vector_norm(ref)
     e = float(err.item())
     return e if math.isfinite(e) else float("inf")
@@ -209,30 +208,30 @@ def measure(configs: list[Config], out: Path, spec: GPUSpec | None, flush: bool 
     rng = np.random.default_rng()
     try:
         for i, cfg in enumerate(configs):
-            key = dict(cfg.to_dict(), l2_flush=int(flush))
-            k = row_key(key)
+            key = dict(cfg.key(), l2_flush=int(flush))
+            k = row_key({a: str(v) for a, v in key.items()})
             if k in done or k in skipped_done:
                 summary["already"] += 1
                 if progress:
                     progress(i + 1, len(configs), cfg)
                 continue
-            kern = kernels.get(cfg.kernel)
-            smem = int(kern.smem_bytes(cfg.d, cfg.Br, cfg.Bc, cfg.pad))
+            kern = get_kernel(cfg.kernel)
+            smem = int(kern.smem_bytes(cfg.shape, cfg.tiles))
+            threads = int(cfg.tiles.threads)
             reason = detail = None
-            if smem > props.shared_memory_per_block_optin or cfg.threads > 1024:
-                reason, detail = "no-fit", f"{smem} B shared, {cfg.threads} threads"
+            if smem > props.shared_memory_per_block_optin or threads > 1024:
+                reason, detail = "no-fit", f"{smem} B shared, {threads} threads"
             elif spec is not None:
-                pred_ms = float(model.predict_arrays(spec, cfg.kernel, cal, cfg.B, cfg.H, cfg.N, cfg.d, cfg.Br,
-                                                     cfg.Bc, cfg.threads, cfg.pad).time_s) * 1e3
+                pred_ms = float(engine.evaluate(spec, kern, cfg.shape, cfg.tiles, cal).time_s) * 1e3
                 if pred_ms > budget_ms:
                     reason, detail = "budget", f"predicted {pred_ms:.1f} ms > {budget_ms:g} ms"
             if reason is None:
                 try:
-                    runner = KernelRunner(torch, ext, cfg)
+                    runner = kern.runner(torch, ext, cfg.shape, cfg.tiles)
                     seed = int(rng.integers(1 << 31))
                     err = check_correct(torch, runner, seed)
-                    if not err <= REL_ERR_MAX:
-                        reason, detail = "wrong", f"relative error {err:.3g} > {REL_ERR_MAX:g}"
+                    if not err <= runner.tolerance:
+                        reason, detail = "wrong", f"relative error {err:.3g} > {runner.tolerance:g}"
                 except torch.cuda.OutOfMemoryError:
                     reason, detail = "oom", "out of GPU memory"
                     torch.cuda.empty_cache()
@@ -242,9 +241,7 @@ def measure(configs: list[Config], out: Path, spec: GPUSpec | None, flush: bool 
                 if progress:
                     progress(i + 1, len(configs), cfg)
                 continue
-            g = torch.Generator(device="cuda").manual_seed(seed + 1)
-            shape = (cfg.B, cfg.H, cfg.N, cfg.d)
-            Q, K, V = (torch.randn(shape, generator=g, device="cuda") for _ in range(3))
+            Q, K, V = runner.inputs(seed + 1)
             attrs = runner.attributes()
             runner.setup()
             runner.launch(Q, K, V)          # warm the clocks before the first reading

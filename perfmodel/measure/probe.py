@@ -24,7 +24,7 @@ import sys
 
 import numpy as np
 
-from perfmodel.gpu import GPUSpec
+from perfmodel.hw.gpu import GPUSpec
 
 DOT_N = 32
 DOT_ITERS = 200

@@ -127,6 +127,11 @@ class GPUSpec:
 
     # --- SI units, converted once -------------------------------------------------------------
     @property
+    def sm(self) -> str:
+        """The architecture as nvcc names it: compute capability 8.6 -> 'sm_86'."""
+        return "sm_" + self.compute_capability.replace(".", "")
+
+    @property
     def clock_hz(self) -> float:
         return self.clock_boost_mhz * 1e6
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfmodel.gpu import GPUSpec
+from perfmodel.hw.gpu import GPUSpec
 from perfmodel.kernels.common import cdiv
 
 DRAM_UTILISATION = 0.01

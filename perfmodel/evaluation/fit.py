@@ -19,43 +19,41 @@ import zlib
 
 import numpy as np
 
-from perfmodel import model
-from perfmodel.calibration import Calibration
-from perfmodel.gpu import GPUSpec
+from perfmodel.errors import InputError
+from perfmodel.evaluation.dataset import KEY, MeasurementSet
+from perfmodel.hw.calibration import Calibration
+from perfmodel.hw.gpu import GPUSpec
 
 SPLIT_RULE = 'crc32("kernel,B,H,N,d,Br,Bc,threads,pad") % 4 == 0'
-FIT_FEATURES = ("chain_dot", "chain_red", "chain_exp", "chain_outer", "chain_gmem", "chain_syncs")
-KEY = ("kernel", "B", "H", "N", "d", "Br", "Bc", "threads", "pad")
+FIT_FEATURES = ("dot", "reduction", "exp", "outer", "gmem", "sync")
 
 
 def in_training_split(row: dict) -> bool:
-    key = ",".join(str(row[k]) for k in KEY)
+    key = ",".join(str(row[k]).strip() for k in KEY)
     return zlib.crc32(key.encode()) % 4 == 0
 
 
-def _predict(gpu, cal, kernel, P, regs, costs):
+def _predict(gpu, cal, ms: MeasurementSet, costs):
+    from perfmodel.evaluation.validate import predict_set
+
     fits = dict(cal.path_fits)
-    fits[kernel] = {"costs": costs}
-    c2 = dataclasses.replace(cal, path_fits=fits)
-    return np.asarray(model.predict_arrays(gpu, kernel, c2, P["B"], P["H"], P["N"], P["d"], P["Br"], P["Bc"],
-                                           P["threads"], P["pad"], regs=regs).time_s, float)
+    fits[ms.kernel] = {"costs": costs}
+    return predict_set(ms, gpu, dataclasses.replace(cal, path_fits=fits))[0]
 
 
-def fit_path(gpu: GPUSpec, cal: Calibration, kernel: str, rows: list[dict], iters: int = 60) -> dict:
-    """Fit ``kernel``'s path costs on the training rows among ``rows``. Returns the path_fits entry."""
-    train = [r for r in rows if r["kernel"] == kernel and in_training_split(r)]
+def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60) -> dict:
+    """Fit the kernel's path costs on the training rows of ``ms``. Returns the path_fits entry."""
+    train = ms.select(np.array([in_training_split(r) for r in ms.rows], bool))
     if len(train) < 3 * len(FIT_FEATURES):
-        raise ValueError(f"only {len(train)} training rows for {kernel}")
-    P = {k: np.array([int(r[k]) for r in train]) for k in KEY[1:]}
-    regs = np.array([int(r["regs_per_thread"]) for r in train])
-    meas = np.array([float(r["median_ms"]) for r in train]) * 1e-3
-    base = cal.path_costs(kernel)
+        raise InputError(f"only {len(train)} training rows for {ms.kernel}; a fit of {len(FIT_FEATURES)} costs "
+                         f"needs at least {3 * len(FIT_FEATURES)}")
+    meas = train.measured_s
+    base = cal.path_costs(ms.kernel)
     theta = np.log(np.array([max(base[f], 1e-3) for f in FIT_FEATURES]))
 
     def resid(th):
         costs = dict(zip(FIT_FEATURES, np.exp(np.clip(th, -20, 20)).tolist()))
-        return np.log(_predict(gpu, cal, kernel, P, regs, costs) / meas)
-
+        return np.log(_predict(gpu, cal, train, costs) / meas)
     lam = 1e-2
     r = resid(theta)
     for _ in range(iters):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfmodel.gpu import GPUSpec
+from perfmodel.hw.gpu import GPUSpec
 
 
 def _round_up(x, m):

@@ -1,0 +1,96 @@
+"""The Python API, and the one place where user-facing names (a GPU name, a kernel name, sizes as given) become
+validated objects. The CLI calls these functions too.
+
+    >>> import perfmodel
+    >>> p = perfmodel.predict(gpu="h100", kernel="fa2", B=4, H=16, N=4096, d=64, Br=64, Bc=64)
+    >>> p.time_s, p.bound                       # a float (seconds) and a string
+    >>> s = perfmodel.sweep(gpu="h100", kernel="fa2", N=[1024, 4096], Br=[32, 64], Bc=[32, 64])
+    >>> s.time_s                                # numpy array, one axis per swept parameter
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfmodel.errors import InputError
+from perfmodel.hw import calibration as cal_mod, gpu as gpu_mod
+from perfmodel.hw.gpu import GPUSpec
+from perfmodel.kernels import get as get_kernel
+from perfmodel.model import engine
+from perfmodel.shape import make_shape, positive_int
+
+
+def load_gpu(gpu) -> GPUSpec:
+    """A GPUSpec from a built-in name or alias, a YAML path, or a GPUSpec (returned as is)."""
+    if isinstance(gpu, GPUSpec):
+        return gpu
+    if not isinstance(gpu, str) or not gpu.strip():
+        raise InputError(f"a GPU is a name, a YAML path or a GPUSpec, got {gpu!r}")
+    return gpu_mod.resolve(gpu)
+
+
+def load_calibration(spec: GPUSpec, calibration=None, use_builtin: bool = True, use_fits: bool = True):
+    return cal_mod.resolve(spec, calibration, use_builtin=use_builtin, use_fits=use_fits)
+
+
+def configure(kernel: str, B, H, N, d, dtype="fp32", causal=False, **tiles):
+    """(Kernel, AttentionShape, Tiles), validated: sizes, dtype and causal support, tile parameters."""
+    k = get_kernel(kernel)
+    shape = make_shape(B, H, N, d, dtype, causal)
+    k.check_shape(shape)
+    return k, shape, k.make_tiles(**tiles)
+
+
+@dataclass(frozen=True)
+class Result:
+    """One prediction: time_s (float, seconds), bound (str), times_s (resource -> float), and the full
+    engine.Prediction behind them (counts, launch, occupancy, traffic, ceilings)."""
+
+    time_s: float
+    bound: str
+    times_s: dict
+    prediction: engine.Prediction
+
+    def to_dict(self) -> dict:
+        from perfmodel.report import prediction_dict
+
+        return prediction_dict(self.prediction)
+
+
+def predict(gpu="h100", kernel: str = "fa1", B=1, H=4, N=512, d=32, dtype="fp32", causal=False, calibration=None,
+            regs=None, use_builtin_calibration: bool = True, use_fits: bool = True, **tiles) -> Result:
+    """Predict one launch. ``tiles``: the kernel's tile parameters (Br, Bc, and threads/pad for fa2);
+    ``calibration``: a calibration YAML (default: the GPU's shipped one, if any)."""
+    spec = load_gpu(gpu)
+    k, shape, t = configure(kernel, B, H, N, d, dtype, causal, **tiles)
+    reason = k.why_not(spec, shape, t)
+    if reason:
+        raise InputError(reason)
+    if regs is not None:
+        regs = positive_int("regs", regs)
+        if regs > spec.max_regs_per_thread:
+            raise InputError(f"regs = {regs}: {spec.name} allows at most {spec.max_regs_per_thread} per thread")
+    cal = load_calibration(spec, calibration, use_builtin_calibration, use_fits)
+    p = engine.evaluate(spec, k, shape, t, cal, regs=regs)
+    if not np.all(np.isfinite(p.time_s)):
+        raise InputError(f"{k.name}: no block of this configuration can run on {spec.name} (occupancy 0)")
+    return Result(time_s=float(np.asarray(p.time_s)), bound=str(np.asarray(p.bound)),
+                  times_s={r: float(np.asarray(v)) for r, v in p.timing.times_s.items()}, prediction=p)
+
+
+def sweep(gpu="h100", kernel: str = "fa1", calibration=None, dtype="fp32", causal=False, **axes):
+    """Predict every combination of the given lists (B, H, N, d and the kernel's tile fields; a scalar is a
+    one-value list). Returns an evaluation.sweep.SweepResult: ``time_s`` has one axis per parameter and is inf
+    where a tile does not fit."""
+    from perfmodel.evaluation import sweep as sw
+
+    spec = load_gpu(gpu)
+    k = get_kernel(kernel)
+    from perfmodel.shape import parse_dtype
+    shape_probe = make_shape(1, 1, 1, 1, parse_dtype(dtype), causal)
+    k.check_shape(shape_probe)
+    values = {a: [positive_int(a, x, lo=0 if a == "pad" else 1) for x in np.atleast_1d(v)]
+              for a, v in axes.items() if v is not None}
+    return sw.run(spec, k, load_calibration(spec, calibration), values, dtype=shape_probe.dtype, causal=bool(causal))

@@ -1,0 +1,98 @@
+"""Options and helpers shared by the commands."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from perfmodel.errors import InputError
+from perfmodel.kernels import names as kernel_names
+
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
+
+TILE_OPTIONS = ("Br", "Bc", "threads", "pad")
+FIGURE_EXTS = (".png", ".svg", ".pdf")
+
+
+def gpu_option(f):
+    return click.option("--gpu", "gpu_name", required=True,
+                        help="built-in name or alias (see `perfmodel gpus`), or a spec YAML file")(f)
+
+
+def kernel_option(default="fa1"):
+    return click.option("--kernel", default=default, show_default=True,
+                        help=f"kernel model: {', '.join(kernel_names())}")
+
+
+def calibration_option(f):
+    return click.option("--calibration", "cal_path", default=None,
+                        help="calibration YAML (default: the GPU's shipped one, if any)")(f)
+
+
+def json_option(f):
+    return click.option("--json", "as_json", is_flag=True, help="print one JSON object")(f)
+
+
+def shape_options(sizes_help: str, defaults: dict):
+    """--B --H --N --d (text: one value, or lists/ranges where the command sweeps) and --dtype --causal."""
+    def deco(f):
+        opts = [
+            click.option("--causal", is_flag=True, help="causal masking (kernels that support it)"),
+            click.option("--dtype", default="fp32", show_default=True, help="element type: fp32, fp16, bf16"),
+            click.option("--d", "d", default=defaults["d"], show_default=True, help=f"head dimension{sizes_help}"),
+            click.option("--N", "N", default=defaults["N"], show_default=defaults["N"] is not None,
+                         required=defaults["N"] is None, help=f"sequence length{sizes_help}"),
+            click.option("--H", "H", default=defaults["H"], show_default=True, help=f"heads{sizes_help}"),
+            click.option("--B", "B", default=defaults["B"], show_default=True, help=f"batch{sizes_help}"),
+        ]
+        for o in opts:
+            f = o(f)
+        return f
+    return deco
+
+
+def tile_options(sizes_help: str, br_bc_default=None):
+    def deco(f):
+        opts = [
+            click.option("--pad", "pad", default=None, help=f"words of padding per shared row (fa2; default 1){sizes_help}"),
+            click.option("--threads", "threads", default=None,
+                         help=f"threads per block (fa2; default 128){sizes_help}"),
+            click.option("--Bc", "Bc", default=br_bc_default, show_default=br_bc_default is not None,
+                         help=f"K/V tile rows{sizes_help}"),
+            click.option("--Br", "Br", default=br_bc_default, show_default=br_bc_default is not None,
+                         help=f"Q tile rows{sizes_help}"),
+        ]
+        for o in opts:
+            f = o(f)
+        return f
+    return deco
+
+
+def tiles_given(kw: dict) -> dict:
+    return {k: kw.pop(k) for k in TILE_OPTIONS if k in kw}
+
+
+def figure_path(path: str) -> str:
+    """Checked before any work: a .png/.svg/.pdf name in an existing, writable folder."""
+    p = Path(path)
+    if not path or p.suffix.lower() not in FIGURE_EXTS:
+        raise InputError(f"output '{path}': use a .png, .svg or .pdf file name")
+    return output_path(path)
+
+
+def output_path(path: str) -> str:
+    import os
+
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"output '{path}' is a folder")
+    parent = p.resolve().parent
+    if not parent.is_dir():
+        raise InputError(f"output '{path}': folder {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise InputError(f"output '{path}': not writable")
+    return path

@@ -1,0 +1,139 @@
+"""`perfmodel validate` and `perfmodel fit`: the model against measured rows."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+import click
+import numpy as np
+from rich.table import Table
+
+from perfmodel import report
+from perfmodel.cli import main
+from perfmodel.cli.common import err, json_option, out
+from perfmodel.errors import InputError
+from perfmodel.evaluation import dataset
+from perfmodel.evaluation import validate as val
+from perfmodel.shape import AXES
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True)
+@click.option("--gpu", "gpu_name", default=None, help="predict with this spec instead of the one matching each row")
+@click.option("--calibration", "cal_path", default=None, help="calibration YAML (default: the shipped one)")
+@click.option("--no-calibration", is_flag=True, help="use spec-derived constants only")
+@click.option("--no-fits", is_flag=True, help="leave out path costs fitted to kernel timings (probe constants only)")
+@click.option("--split", type=click.Choice(val.SPLITS), default="test", show_default=True,
+              help="rows to score: held out from fitting (test), the training split, or all")
+@click.option("--worst", default=0, show_default=True, type=click.IntRange(min=0), help="also list the N worst rows")
+@json_option
+def validate(files, gpu_name, cal_path, no_calibration, no_fits, split, worst, as_json):
+    """Compare predictions (ours and the seed's) with measured CSV rows."""
+    sets = dataset.load(files, note=lambda m: err.print(m))
+    evals = val.evaluate(sets, gpu_name, cal_path, use_builtin_calibration=not no_calibration, split=split,
+                         use_fits=not no_fits)
+    summaries = [e.summary() for e in evals]
+    if as_json:
+        keyed = {}
+        for s in summaries:
+            key = s["kernel"] if sum(t["kernel"] == s["kernel"] for t in summaries) == 1 else f"{s['kernel']}/{s['gpu']}"
+            keyed[key] = s
+        click.echo(report.dumps(keyed))
+        return
+    t = Table(title=f"predicted vs measured (absolute percent error), {split} rows", title_justify="left",
+              show_edge=False)
+    for col in ("kernel", "GPU", "n", "path costs", "MAPE", "median", "worst", "Spearman", "seed MAPE",
+                "seed median", "seed worst", "seed Spearman"):
+        t.add_column(col, justify="right" if col not in ("kernel", "GPU", "path costs") else "left")
+    fmt = lambda v, f: "—" if v is None or not np.isfinite(v) else format(v, f)
+    for s in summaries:
+        t.add_row(s["kernel"], s["gpu"], str(s["n"]), "fitted" if s["path_costs_fitted"] else "probe",
+                  fmt(s["mape"], ".1f") + "%", fmt(s["median_ape"], ".1f") + "%", fmt(s["max_ape"], ".1f") + "%",
+                  fmt(s["spearman"], ".3f"), fmt(s["seed_mape"], ".1f") + "%", fmt(s["seed_median_ape"], ".1f") + "%",
+                  fmt(s["seed_max_ape"], ".0f") + "%", fmt(s["seed_spearman"], ".3f"))
+    out.print(t)
+    out.print("Spearman: rank correlation over tile configurations at fixed (B, H, N, d), averaged over groups "
+              "of three or more. Path costs: 'probe' = microbenchmark constants only; 'fitted' = the kernel's path "
+              "costs were fitted on the training split (perfmodel fit), which 'test' rows exclude.")
+    for e in evals[: len(evals) if worst else 0]:
+        order = np.argsort(-e.ape)[:worst]
+        w = Table(title=f"worst {len(order)}: {e.kernel} on {e.gpu}", title_justify="left", show_edge=False)
+        cols = AXES + ("Br", "Bc", "threads", "pad")
+        for col in cols + ("measured", "predicted", "error"):
+            w.add_column(col, justify="right")
+        for i in order:
+            w.add_row(*(str(e.params[k][i]) for k in cols), report.si(e.measured_s[i], "s"),
+                      report.si(e.predicted_s[i], "s"), f"{(e.predicted_s[i] / e.measured_s[i] - 1) * 100:+.1f}%")
+        out.print(w)
+
+
+def _rewrite_calibration(cal_path, update) -> None:
+    """Apply ``update(raw)`` to a calibration YAML, keeping its comment header."""
+    import yaml
+
+    from perfmodel.errors import read_text, read_yaml
+
+    header = "".join(line for line in read_text(cal_path, "calibration file").splitlines(keepends=True)
+                     if line.startswith("#"))
+    raw = read_yaml(cal_path, "calibration file")
+    update(raw)
+    with open(cal_path, "w") as f:
+        f.write(header)
+        yaml.safe_dump(raw, f, sort_keys=False)
+
+
+def _command() -> str:
+    return " ".join(["perfmodel"] + [shlex.quote(a) for a in sys.argv[1:]])
+
+
+@main.command()
+@click.argument("files", nargs=-1)
+@click.option("--kernel", required=True, help="kernel whose path costs to fit (or to carry over)")
+@click.option("--gpu", "gpu_name", default=None, help="spec (default: matched by the rows' GPU name)")
+@click.option("--calibration", "cal_path", required=True, help="calibration YAML to add the fit to (rewritten)")
+@click.option("--from", "from_path", default=None,
+              help="carry the kernel's fitted path costs over from this calibration (same SM) instead of fitting")
+def fit(files, kernel, gpu_name, cal_path, from_path):
+    """Fit a kernel's latency-path costs on the training split of measured rows, or carry them over from another
+    GPU's calibration with --from; store them in a calibration file."""
+    from perfmodel import api
+    from perfmodel.evaluation import fit as fit_mod
+    from perfmodel.hw import calibration, gpu as gpu_mod
+    from perfmodel.kernels import get as get_kernel
+
+    get_kernel(kernel)
+    if from_path:
+        if files:
+            raise InputError("--from carries costs over; it takes no measurement files")
+        from perfmodel.errors import read_yaml
+        src = read_yaml(from_path, "calibration file")
+        entry = (src.get("path_fits") or {}).get(kernel) if isinstance(src, dict) else None
+        if not entry:
+            raise InputError(f"{from_path} has no fitted path costs for {kernel}")
+        entry = dict(entry, carried_over={"from": str(from_path), "command": _command()})
+        _rewrite_calibration(cal_path, lambda raw: raw.setdefault("path_fits", {}).__setitem__(kernel, entry))
+        err.print(f"carried path_fits.{kernel} from {from_path} into {cal_path}")
+        return
+    if not files:
+        raise InputError("give measurement CSV files to fit on (or --from CAL.yaml)")
+    sets = [s for s in dataset.load(files, note=lambda m: err.print(m)) if s.kernel == kernel]
+    if not sets:
+        raise InputError(f"no rows of kernel {kernel} in the given files")
+    if len(sets) > 1:
+        raise InputError(f"rows of {kernel} from several GPUs ({', '.join(s.gpu_name for s in sets)}); fit one GPU")
+    ms = sets[0]
+    spec = api.load_gpu(gpu_name) if gpu_name else gpu_mod.match_device_name(ms.gpu_name)
+    if spec is None:
+        raise InputError(f"no built-in spec matches '{ms.gpu_name}'; pass --gpu")
+    cal = calibration.load(cal_path, spec)
+    import dataclasses
+    cal = dataclasses.replace(cal, path_fits={k: v for k, v in cal.path_fits.items() if k != kernel})
+    result = fit_mod.fit_path(spec, cal, ms)
+    result["training"]["data"] = list(ms.files)
+    result["training"]["command"] = _command()
+    _rewrite_calibration(cal_path, lambda raw: raw.setdefault("path_fits", {}).__setitem__(kernel, result))
+    err.print(f"{kernel}: {result['training']['rows']} training rows, MAPE on them "
+              f"{result['training']['mape_on_training_rows']:.1f}%; costs "
+              + ", ".join(f"{k}={v:.3g}" for k, v in result["costs"].items()))
+    err.print(f"wrote path_fits.{kernel} into {cal_path}; score it with: perfmodel validate FILE.csv (held-out rows)")

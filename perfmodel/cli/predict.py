@@ -1,0 +1,91 @@
+"""`perfmodel predict` and `perfmodel gpus`."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from perfmodel import api, report
+from perfmodel.cli import main
+from perfmodel.cli.common import (calibration_option, gpu_option, json_option, kernel_option, out,
+                                  shape_options, tile_options, tiles_given)
+from perfmodel.hw import gpu as gpu_mod
+
+
+@main.command()
+@gpu_option
+@kernel_option()
+@shape_options("", dict(B="1", H="4", N=None, d="32"))
+@tile_options("")
+@click.option("--model", "which", type=click.Choice(["perfmodel", "seed"]), default="perfmodel", show_default=True,
+              help="our mechanistic model, or the seed report's baseline")
+@calibration_option
+@click.option("--regs", default=None, help="registers per thread (default: the kernel's compiled value)")
+@json_option
+def predict(gpu_name, kernel, which, cal_path, regs, as_json, **kw):
+    """Predict one kernel launch: counts, per-resource times, the bound, and the roofline time."""
+    tiles = tiles_given(kw)
+    if which == "seed":
+        from perfmodel.model import seed
+
+        spec = api.load_gpu(gpu_name)
+        k, shape, t = api.configure(kernel, **kw, **tiles)
+        reason = k.why_not(spec, shape, t)
+        if reason:
+            from perfmodel.errors import InputError
+            raise InputError(reason)
+        params = dict(shape.as_dict(), **{f: getattr(t, f) for f in t.fields()})
+        sp = seed.predict(spec, shape.B, shape.H, shape.N, shape.d, t.Br, t.Bc)
+        result = report.seed_dict(spec, kernel, params, sp)
+    else:
+        result = api.predict(gpu_name, kernel, calibration=cal_path, regs=regs, **kw, **tiles).to_dict()
+    if as_json:
+        click.echo(report.dumps(result))
+    else:
+        report.render_prediction(out, result)
+
+
+@main.group(invoke_without_command=True)
+@json_option
+@click.pass_context
+def gpus(ctx, as_json):
+    """List the built-in GPU specs (`gpus show NAME` prints one)."""
+    if ctx.invoked_subcommand:
+        return
+    specs = [gpu_mod.load_spec_file(p) for p in gpu_mod.builtin_specs().values()]
+    if as_json:
+        click.echo(report.dumps([{"key": s.key, "name": s.name, "aliases": list(s.aliases), "arch": s.sm,
+                                  "sm_count": s.sm_count, "fp32_tflops": s.fp32_tflops,
+                                  "dram_bw_gbps": s.dram_bw_gbps, "l2_bytes": s.l2_bytes,
+                                  "smem_per_sm_bytes": s.smem_per_sm_bytes} for s in specs]))
+        return
+    t = Table(show_edge=False)
+    for col in ("name", "GPU", "aliases", "arch", "SMs", "FP32 TFLOP/s", "DRAM GB/s", "L2", "smem/SM"):
+        t.add_column(col)
+    for s in specs:
+        t.add_row(s.key, s.name, ", ".join(s.aliases), s.sm, str(s.sm_count), f"{s.fp32_tflops:g}",
+                  f"{s.dram_bw_gbps:g}", report.binary(s.l2_bytes), report.binary(s.smem_per_sm_bytes))
+    out.print(t)
+
+
+@gpus.command("show")
+@click.argument("name")
+@json_option
+def gpus_show(name, as_json):
+    """Print one GPU spec (a built-in name, alias, or YAML path)."""
+    spec = api.load_gpu(name)
+    data = spec.to_dict()
+    if as_json:
+        click.echo(report.dumps(data))
+        return
+    t = Table(title=f"{spec.name} ({spec.path})", title_justify="left", show_edge=False)
+    t.add_column("field")
+    t.add_column("value")
+    for k, v in data.items():
+        if k in ("sources", "key", "path") or v is None:
+            continue
+        t.add_row(k, ", ".join(v) if isinstance(v, tuple) else str(v))
+    out.print(t)
+    out.print("sources:")
+    for s in spec.sources:
+        out.print(f"  - {s}")

@@ -1,0 +1,147 @@
+"""`perfmodel sweep`, `perfmodel roofline` and `perfmodel bench`: many configurations at once."""
+
+from __future__ import annotations
+
+import csv
+import sys
+
+import click
+import numpy as np
+from rich.table import Table
+
+from perfmodel import api, report
+from perfmodel.cli import main
+from perfmodel.cli.common import (calibration_option, err, figure_path, gpu_option, json_option, kernel_option, out,
+                                  output_path, shape_options, tile_options)
+from perfmodel.errors import InputError
+from perfmodel.evaluation import sweep as sw
+from perfmodel.shape import parse_dtype
+
+RANGES = " (a value, a list 16,32,64 or a range 128:8192:x2 / 16:128:16)"
+MAX_ROOFLINE_POINTS = 12
+
+
+def _values(kw: dict) -> dict:
+    return {a: sw.parse_values(a, v, lo=0 if a == "pad" else 1) for a, v in kw.items() if v is not None}
+
+
+def _run(gpu_name, kernel, cal_path, dtype, causal, kw):
+    spec = api.load_gpu(gpu_name)
+    values = _values(kw)
+    return spec, api.sweep(spec, kernel, calibration=cal_path, dtype=parse_dtype(dtype), causal=causal, **values)
+
+
+@main.command()
+@gpu_option
+@kernel_option()
+@shape_options(RANGES, dict(B="1", H="4", N="512", d="32"))
+@tile_options(RANGES, br_bc_default="16,32,64,128")
+@click.option("--best", is_flag=True, help="for each problem, the fastest tile configuration that fits")
+@click.option("--csv", "as_csv", is_flag=True, help="every fitting configuration as CSV on stdout")
+@json_option
+@click.option("--limit", default=40, show_default=True, type=click.IntRange(min=1), help="rows in the table (fastest first)")
+@click.option("-o", "out_path", default=None,
+              help="heatmap of predicted time over (Br, Bc) for one problem (one value of B, H, N, d): .png/.svg/.pdf")
+@calibration_option
+def sweep(gpu_name, kernel, dtype, causal, best, as_csv, as_json, limit, out_path, cal_path, **kw):
+    """Predict every combination of the given lists/ranges (e.g. --N 128:8192:x2 --Br 16,32,64)."""
+    if as_csv and as_json:
+        raise InputError("--csv and --json: choose one")
+    if out_path is not None:
+        figure_path(out_path)
+        if any(len(sw.parse_values(a, kw[a])) > 1 for a in ("B", "H", "N", "d")):
+            raise InputError("-o draws one problem: give one value each of --B, --H, --N and --d")
+    spec, res = _run(gpu_name, kernel, cal_path, dtype, causal, kw)
+    n_fit = int(res.fits.sum())
+    err.print(f"{res.size} configurations ({n_fit} fit {spec.key}) in {res.seconds:.3f} s")
+    if n_fit == 0:
+        raise InputError(f"no configuration of the sweep fits {spec.name}")
+    rows = res.best() if best else sorted(res.rows(), key=lambda r: r[1])
+    if out_path:
+        from perfmodel import plot
+
+        # time_s is inf where a tile does not fit; other tile fields: the fastest value per (Br, Bc) cell
+        t = res.time_s.reshape(res.time_s.shape[4:6] + (-1,))
+        fig = plot.heatmap(t.min(axis=-1), res.values["Br"], res.values["Bc"],
+                           f"{kernel} on {spec.name}: " + " ".join(f"{a}={res.values[a][0]}" for a in ("B", "H", "N", "d")),
+                           aggregated=[a for a in res.axes[6:] if len(res.values[a]) > 1])
+        plot.save(fig, out_path)
+        err.print(f"wrote {out_path}")
+    cols = list(res.axes) + ["time_s", "bound"]
+    if as_csv:
+        w = csv.writer(sys.stdout)
+        w.writerow(["kernel"] + cols)
+        for p, t, b in rows:
+            w.writerow([kernel] + [p[a] for a in res.axes] + [f"{t:.6g}", b])
+        return
+    if as_json:
+        click.echo(report.dumps({"gpu": spec.key, "kernel": kernel, "dtype": dtype, "causal": causal,
+                                 "configurations": res.size, "best": best,
+                                 "ceilings": res.prediction.ceilings.basis,
+                                 "rows": [dict(p, time_s=t, bound=b) for p, t, b in rows]}, indent=1))
+        return
+    tab = Table(title=("fastest tile configuration per problem" if best else f"fastest {limit} configurations"),
+                title_justify="left", show_edge=False)
+    for c in cols:
+        tab.add_column(c, justify="right")
+    for p, t, b in rows[: (None if best else limit)]:
+        tab.add_row(*(str(p[a]) for a in res.axes), report.si(t, "s"), b)
+    out.print(tab)
+
+
+@main.command()
+@gpu_option
+@kernel_option("fa2")
+@click.option("--record", "record_path", default=None, help="also write the result to this JSON file")
+def bench(gpu_name, kernel, record_path):
+    """Benchmark: configurations per second of a ~1,000,000-configuration sweep (counts + timing)."""
+    import datetime
+    import os
+    import platform
+
+    from perfmodel.kernels import get as get_kernel
+
+    if record_path:
+        output_path(record_path)
+    spec = api.load_gpu(gpu_name)
+    r = sw.benchmark(spec, api.load_calibration(spec), get_kernel(kernel))
+    r.update(gpu=spec.key, cpu=platform.processor() or platform.machine(), cores=os.cpu_count(),
+             python=platform.python_version(), numpy=np.__version__,
+             date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+             command=f"perfmodel bench --gpu {gpu_name} --kernel {kernel}")
+    click.echo(report.dumps(r))
+    if record_path:
+        with open(record_path, "w") as f:
+            f.write(report.dumps(r) + "\n")
+
+
+@main.command()
+@gpu_option
+@kernel_option()
+@shape_options(RANGES, dict(B="1", H="4", N="512", d="32"))
+@tile_options(RANGES, br_bc_default="32")
+@click.option("--measured", "measured_path", default=None, help="measured CSV: matching rows are drawn hollow")
+@click.option("-o", "out_path", required=True, help=".png, .svg or .pdf")
+@calibration_option
+def roofline(gpu_name, kernel, dtype, causal, measured_path, out_path, cal_path, **kw):
+    """Hierarchical roofline (DRAM, L2, shared memory, compute) with the kernel at each memory level."""
+    from perfmodel import plot
+    from perfmodel.evaluation import dataset, figures
+
+    figure_path(out_path)
+    spec, res = _run(gpu_name, kernel, cal_path, dtype, causal, kw)
+    for p in res.unfit():
+        err.print(f"skipped (does not fit {spec.key}): " + " ".join(f"{a}={v}" for a, v in p.items()))
+    sets = dataset.load([measured_path]) if measured_path else []
+    points = figures.roofline_points(res, sets)
+    if not points:
+        raise InputError("no configuration fits this GPU")
+    if len(points) > MAX_ROOFLINE_POINTS:
+        raise InputError(f"{len(points)} configurations: a roofline stays readable with at most "
+                         f"{MAX_ROOFLINE_POINTS}; give fewer values")
+    shared = " ".join(f"{a}={res.values[a][0]}" for a in res.axes if len(res.values[a]) == 1)
+    title = f"{kernel} on {spec.name}: {shared} ({dtype}{', causal' if causal else ''})"
+    fig = plot.roofline(res.prediction.ceilings, points, title, dtype)
+    plot.save(fig, out_path)
+    n_meas = sum(1 for p in points if p["measured_s"])
+    err.print(f"wrote {out_path} ({len(points)} configurations" + (f", {n_meas} measured)" if sets else ")"))

@@ -1,0 +1,1 @@
+"""Evaluation: measurement sets, validation against them, fitting path costs, and sweeps."""

@@ -1,0 +1,156 @@
+"""Measurement sets: the one reader of measurement CSVs, for validate, fit, plots and roofline.
+
+A measurement CSV has one row per configuration (written by ``perfmodel measure``): the kernel, the shape axes
+(B, H, N, d, dtype, causal), the launch columns (Br, Bc, threads, pad), the timing (median_ms, ...) and its
+provenance. Files written before the causal axis existed read as non-causal. Rows are grouped by (kernel, GPU)
+into ``MeasurementSet``s of numpy arrays, validated cell by cell: a malformed cell is a one-line error naming
+the file, the line and the column.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from perfmodel.errors import InputError, read_text
+from perfmodel.kernels.base import TILE_COLUMNS
+from perfmodel.shape import AXES, DTYPES, MAX_SIZE, AttentionShape
+
+KEY = ("kernel",) + AXES + TILE_COLUMNS                  # identifies a configuration (and its split)
+REQUIRED = KEY + ("median_ms", "gpu_name")
+
+
+@dataclass(frozen=True)
+class MeasurementSet:
+    kernel: str
+    gpu_name: str
+    rows: list                # the raw rows (dicts), in file order
+    cols: dict                # column -> int array (shape axes, tile columns, regs_per_thread or 0)
+    dtype: np.ndarray         # str per row
+    causal: np.ndarray        # bool per row
+    measured_s: np.ndarray
+    files: tuple
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def select(self, mask) -> "MeasurementSet":
+        return self.take(np.flatnonzero(mask))
+
+    def take(self, idx) -> "MeasurementSet":
+        """The rows at ``idx``, in that order."""
+        return MeasurementSet(self.kernel, self.gpu_name, [self.rows[i] for i in idx],
+                              {k: v[idx] for k, v in self.cols.items()}, self.dtype[idx], self.causal[idx],
+                              self.measured_s[idx], self.files)
+
+    def shapes(self) -> list[tuple]:
+        """(dtype, causal) groups present: each evaluates as one vectorised AttentionShape."""
+        return sorted(set(zip(self.dtype.tolist(), self.causal.tolist())))
+
+    def shape(self, mask=None) -> AttentionShape:
+        m = slice(None) if mask is None else mask
+        dt = self.dtype[m]
+        cz = self.causal[m]
+        return AttentionShape(*(self.cols[a][m] for a in AXES), dtype=str(dt[0]) if len(dt) else "fp32",
+                              causal=bool(cz[0]) if len(cz) else False)
+
+    def tile_columns(self, mask=None) -> dict:
+        m = slice(None) if mask is None else mask
+        return {k: self.cols[k][m] for k in TILE_COLUMNS}
+
+    def regs(self, mask=None):
+        """Registers per thread as measured (None where a row has none)."""
+        m = slice(None) if mask is None else mask
+        r = self.cols["regs_per_thread"][m]
+        return r if (r > 0).all() else None
+
+
+def _int(v, where, lo=0) -> int:
+    try:
+        x = int(str(v).strip())
+    except ValueError:
+        raise InputError(f"{where}: not an integer: {v!r}") from None
+    if x < lo or x > MAX_SIZE:
+        raise InputError(f"{where}: {x} is out of range")
+    return x
+
+
+def _time_ms(v, where) -> float:
+    try:
+        x = float(str(v).strip())
+    except ValueError:
+        raise InputError(f"{where}: not a number: {v!r}") from None
+    if not math.isfinite(x) or x <= 0:
+        raise InputError(f"{where}: a time must be finite and positive, got {v!r}")
+    return x
+
+
+def _bool(v, where) -> bool:
+    s = str(v).strip().lower()
+    if s in ("", "0", "false", "no"):
+        return False
+    if s in ("1", "true", "yes"):
+        return True
+    raise InputError(f"{where}: not a boolean: {v!r}")
+
+
+def read_rows(path: Path) -> tuple[list[dict], list[str]] | None:
+    """The rows and columns of one CSV; None for a skip list (``.skipped.csv``: configurations not measured)."""
+    text = read_text(path, "measurement file")
+    reader = csv.DictReader(io.StringIO("".join(l for l in text.splitlines(keepends=True) if not l.startswith("#"))))
+    fields = reader.fieldnames or []
+    missing = [c for c in REQUIRED if c not in fields]
+    if missing and "reason" in fields:
+        return None
+    if missing:
+        raise InputError(f"{path}: not a measurement CSV (missing column '{missing[0]}')")
+    rows = []
+    for i, r in enumerate(reader, start=2):
+        if None in r or any(v is None for v in r.values()):
+            raise InputError(f"{path}, line {i}: the row has {'more' if None in r else 'fewer'} cells than the header")
+        r["_file"], r["_line"] = str(path), i
+        rows.append(r)
+    return rows, fields
+
+
+def load(paths, note=None) -> list[MeasurementSet]:
+    """Every row of the given CSVs, grouped by (kernel, GPU name), validated."""
+    from perfmodel import kernels
+
+    groups: dict[tuple, list] = defaultdict(list)
+    for p in paths:
+        got = read_rows(Path(p))
+        if got is None:
+            if note:
+                note(f"{p}: a list of skipped configurations, not measurements; passed over")
+            continue
+        for r in got[0]:
+            groups[(r["kernel"], r["gpu_name"])].append(r)
+    if not groups:
+        raise InputError("no measurement rows in the given files")
+    out = []
+    for (kernel, gpu_name), rows in sorted(groups.items()):
+        kernels.get(kernel)                                 # an unknown kernel is an error here
+        cols = {c: np.empty(len(rows), np.int64) for c in AXES + TILE_COLUMNS + ("regs_per_thread",)}
+        dtype, causal, ms = [], [], np.empty(len(rows))
+        for i, r in enumerate(rows):
+            where = lambda c: f"{r['_file']}, line {r['_line']}, column {c}"
+            for c in AXES + TILE_COLUMNS:
+                cols[c][i] = _int(r[c], where(c), lo=0 if c == "pad" else 1)
+            cols["regs_per_thread"][i] = _int(r["regs_per_thread"], where("regs_per_thread"), 0) \
+                if r.get("regs_per_thread") not in (None, "") else 0
+            dt = (r.get("dtype") or "fp32").strip()
+            if dt not in DTYPES:
+                raise InputError(f"{where('dtype')}: unknown dtype {dt!r}")
+            dtype.append(dt)
+            causal.append(_bool(r.get("causal", ""), where("causal")))
+            ms[i] = _time_ms(r["median_ms"], where("median_ms"))
+        out.append(MeasurementSet(kernel, gpu_name, rows, cols, np.array(dtype), np.array(causal, bool),
+                                  ms * 1e-3, tuple(sorted({r["_file"] for r in rows}))))
+    return out

@@ -1,0 +1,157 @@
+"""Sweeps: parameter lists and ranges -> an open mesh (one numpy axis per parameter) -> predictions.
+
+The axes are the shape's (B, H, N, d) followed by the kernel's tile fields. Each sits on its own broadcast axis,
+so the whole mesh is one vectorised evaluation (perfmodel.model.engine.evaluate).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfmodel.errors import InputError
+from perfmodel.hw.calibration import Calibration
+from perfmodel.hw.gpu import GPUSpec
+from perfmodel.kernels.base import Kernel
+from perfmodel.model import engine
+from perfmodel.shape import AXES, MAX_SIZE, AttentionShape
+
+MAX_VALUES = 100_000                 # values of one axis
+MAX_CONFIGURATIONS = 20_000_000      # cells of a whole mesh (a few GB of float arrays at most)
+
+
+def parse_values(name: str, text: str, lo: int = 1) -> list[int]:
+    """'64' | '16,32,64' | '128:8192:x2' (geometric) | '16:128:16' or '16:128:+16' (arithmetic)."""
+    text = str(text).strip()
+    bad = InputError(f"--{name}: cannot read '{text}' (use 64, 16,32,64, 128:8192:x2 or 16:128:16)")
+    try:
+        if ":" in text:
+            parts = text.split(":")
+            if len(parts) != 3:
+                raise bad
+            a, b, step = int(parts[0]), int(parts[1]), parts[2].strip()
+            if a < lo or b > MAX_SIZE:
+                raise InputError(f"--{name}: values must lie in {lo}..{MAX_SIZE}, got '{text}'")
+            if step.startswith("x"):
+                f = int(step[1:])
+                if f < 2 or a <= 0:
+                    raise bad
+                vals, v = [], a
+                while v <= b:
+                    vals.append(v)
+                    v *= f
+            else:
+                s = int(step.lstrip("+"))
+                if s <= 0:
+                    raise bad
+                if (b - a) // s + 1 > MAX_VALUES:
+                    raise InputError(f"--{name}: '{text}' gives more than {MAX_VALUES} values")
+                vals = list(range(a, b + 1, s))
+        else:
+            vals = [int(v) for v in re.split(r"\s*,\s*", text) if v != ""]
+    except ValueError:
+        raise bad from None
+    if not vals:
+        raise InputError(f"--{name}: '{text}' gives no values")
+    if any(v < lo or v > MAX_SIZE for v in vals):
+        raise InputError(f"--{name}: values must lie in {lo}..{MAX_SIZE}, got '{text}'")
+    return sorted(set(vals))
+
+
+@dataclass
+class SweepResult:
+    kernel: str
+    axes: tuple              # AXES + the kernel's tile fields
+    values: dict             # axis -> list of values
+    time_s: np.ndarray       # one numpy axis per entry of ``axes``; inf where the tile does not fit
+    fits: np.ndarray
+    bound: np.ndarray
+    prediction: engine.Prediction
+    seconds: float           # wall time of the evaluation
+
+    @property
+    def size(self) -> int:
+        return int(self.time_s.size)
+
+    def params_at(self, ix) -> list[dict]:
+        """Parameter dicts of the cells at the index arrays ``ix`` (one array per axis)."""
+        cols = {a: np.asarray(self.values[a])[i] for a, i in zip(self.axes, ix)}
+        return [{a: int(cols[a][j]) for a in self.axes} for j in range(len(ix[0]))]
+
+    def rows(self):
+        """(params, time_s, bound) for every fitting configuration, in axis order."""
+        ix = np.nonzero(self.fits)
+        return list(zip(self.params_at(ix), self.time_s[ix].tolist(), self.bound[ix].tolist()))
+
+    def unfit(self) -> list[dict]:
+        """The parameters of every configuration that does not fit the GPU."""
+        return self.params_at(np.nonzero(~self.fits))
+
+    def best(self):
+        """For each problem (B, H, N, d): the fitting tile configuration with the least predicted time."""
+        n_shape = len(AXES)
+        shape = self.time_s.shape
+        flat = self.time_s.reshape(shape[:n_shape] + (-1,))
+        arg = flat.argmin(axis=-1)
+        tbest = np.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
+        keep = np.nonzero(np.isfinite(tbest))
+        tile_ix = np.unravel_index(arg[keep], shape[n_shape:])
+        ix = tuple(keep) + tuple(tile_ix)
+        return list(zip(self.params_at(ix), self.time_s[ix].tolist(), self.bound[ix].tolist()))
+
+
+def run(gpu: GPUSpec, kernel: Kernel, cal: Calibration, values: dict, dtype: str = "fp32",
+        causal: bool = False) -> SweepResult:
+    """``values``: axis -> list of ints (tile fields absent or None take the kernel's default)."""
+    axes = AXES + kernel.Tiles.fields()
+    defaults = kernel.default_tiles()
+    vals = {}
+    for a in axes:
+        v = values.get(a)
+        if v is None:
+            dv = getattr(defaults, a, None)
+            if dv is None:
+                raise InputError(f"kernel {kernel.name}: give --{a}")
+            v = [int(dv)]
+        vals[a] = list(v)
+    extra = [a for a, v in values.items() if v is not None and a not in axes]
+    if extra:
+        raise InputError(f"kernel {kernel.name} has no tile parameter '{extra[0]}' (its tiles: "
+                         f"{', '.join(kernel.Tiles.fields())})")
+    size = int(np.prod([len(v) for v in vals.values()], dtype=np.float64))
+    if size > MAX_CONFIGURATIONS:
+        raise InputError(f"{size} configurations: a sweep holds at most {MAX_CONFIGURATIONS}; narrow the ranges")
+    arrays = {}
+    for i, a in enumerate(axes):
+        shp = [1] * len(axes)
+        shp[i] = len(vals[a])
+        arrays[a] = np.asarray(vals[a], dtype=np.int64).reshape(shp)
+    shape = AttentionShape(*(arrays[a] for a in AXES), dtype=dtype, causal=causal)
+    tiles = kernel.Tiles(**{a: arrays[a] for a in kernel.Tiles.fields()})
+    t0 = time.perf_counter()
+    pred = engine.evaluate(gpu, kernel, shape, tiles, cal)
+    fits = kernel.fits(gpu, shape, tiles)
+    full = np.broadcast_shapes(*(x.shape for x in arrays.values()))
+    time_s = np.where(fits, np.broadcast_to(pred.time_s, full), np.inf)
+    seconds = time.perf_counter() - t0
+    return SweepResult(kernel.name, axes, vals, time_s, np.broadcast_to(fits, full),
+                       np.broadcast_to(pred.timing.bound, full), pred, seconds)
+
+
+def benchmark(gpu: GPUSpec, cal: Calibration, kernel: Kernel, repeats: int = 3) -> dict:
+    """Configurations per second for counts plus timing on a sweep of about a million configurations."""
+    tile_axes = {"Br": [16, 32, 64, 128, 256], "Bc": [16, 32, 64, 128, 256], "threads": [64, 128, 256],
+                 "pad": [0, 1]}
+    values = {a: v for a, v in tile_axes.items() if a in kernel.Tiles.fields()}
+    other = int(np.prod([len(v) for v in values.values()]))
+    batches = max(1, round(1_008_000 / (8 * 7 * 3 * other)))
+    values.update({"B": list(range(1, batches + 1)), "H": list(range(1, 9)),
+                   "N": [128, 256, 512, 1024, 2048, 4096, 8192], "d": [32, 64, 128]})
+    best = None
+    for _ in range(repeats):
+        r = run(gpu, kernel, cal, values)
+        best = r.seconds if best is None else min(best, r.seconds)
+    return {"kernel": kernel.name, "configurations": r.size, "seconds": best, "per_second": r.size / best}

@@ -1,0 +1,145 @@
+"""Predicted vs measured: per-row errors and the summary statistics ``perfmodel validate`` reports."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfmodel.errors import InputError
+from perfmodel.evaluation.dataset import MeasurementSet
+from perfmodel.evaluation.fit import in_training_split
+from perfmodel.hw import calibration as cal_mod, gpu as gpu_mod
+from perfmodel.kernels import get as get_kernel
+from perfmodel.model import engine, seed
+from perfmodel.shape import AXES
+
+
+def average_ranks(x: np.ndarray) -> np.ndarray:
+    order = np.argsort(x, kind="mergesort")
+    ranks = np.empty(len(x))
+    ranks[order] = np.arange(len(x), dtype=float)
+    xs = x[order]
+    i = 0
+    while i < len(x):                     # ties get the mean of their ranks
+        j = i
+        while j + 1 < len(x) and xs[j + 1] == xs[i]:
+            j += 1
+        if j > i:
+            ranks[order[i:j + 1]] = (i + j) / 2
+        i = j + 1
+    return ranks
+
+
+def spearman(a, b) -> float:
+    ra, rb = average_ranks(np.asarray(a, float)), average_ranks(np.asarray(b, float))
+    if ra.std() == 0 or rb.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def grouped_spearman(groups, pred, meas) -> tuple[float, int]:
+    """Mean Spearman correlation over groups of >= 3 tile configurations sharing (B, H, N, d)."""
+    idx = defaultdict(list)
+    for i, g in enumerate(groups):
+        idx[g].append(i)
+    vals, weights = [], []
+    for ii in idx.values():
+        if len(ii) >= 3:
+            s = spearman(pred[ii], meas[ii])
+            if np.isfinite(s):
+                vals.append(s)
+                weights.append(len(ii))
+    if not vals:
+        return float("nan"), 0
+    return float(np.average(vals, weights=weights)), len(vals)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    kernel: str
+    gpu: str
+    n: int
+    params: dict            # column -> int array
+    measured_s: np.ndarray
+    predicted_s: np.ndarray
+    seed_s: np.ndarray
+    files: list
+    split: str = "test"
+    fitted: bool = False
+
+    @property
+    def ape(self):
+        return np.abs(self.predicted_s / self.measured_s - 1) * 100
+
+    @property
+    def seed_ape(self):
+        return np.abs(self.seed_s / self.measured_s - 1) * 100
+
+    def summary(self) -> dict:
+        groups = list(zip(*(self.params[k] for k in ("B", "H", "N", "d"))))
+        sp, ng = grouped_spearman(groups, self.predicted_s, self.measured_s)
+        ssp, _ = grouped_spearman(groups, self.seed_s, self.measured_s)
+        return {
+            "kernel": self.kernel, "gpu": self.gpu, "n": self.n, "split": self.split,
+            "path_costs_fitted": self.fitted,
+            "mape": float(self.ape.mean()), "median_ape": float(np.median(self.ape)), "max_ape": float(self.ape.max()),
+            "spearman": sp, "spearman_groups": ng,
+            "seed_mape": float(self.seed_ape.mean()), "seed_median_ape": float(np.median(self.seed_ape)),
+            "seed_max_ape": float(self.seed_ape.max()), "seed_spearman": ssp,
+            "files": sorted(set(self.files)),
+        }
+
+
+SPLITS = ("test", "train", "all")
+
+
+def split_mask(ms: MeasurementSet, split: str) -> np.ndarray:
+    if split not in SPLITS:
+        raise InputError(f"unknown split '{split}'; known: {', '.join(SPLITS)}")
+    if split == "all":
+        return np.ones(len(ms), bool)
+    train = np.array([in_training_split(r) for r in ms.rows], bool)
+    return train if split == "train" else ~train
+
+
+def predict_set(ms: MeasurementSet, spec, cal) -> tuple[np.ndarray, tuple]:
+    """Our prediction of every row of a measurement set (its measured registers where recorded); and the
+    notes the predictions carry."""
+    kernel = get_kernel(ms.kernel)
+    out = np.empty(len(ms))
+    notes = ()
+    for dtype, causal in ms.shapes():
+        m = (ms.dtype == dtype) & (ms.causal == causal)
+        shape = ms.shape(m)
+        tiles = kernel.Tiles.from_columns(ms.tile_columns(m))
+        p = engine.evaluate(spec, kernel, shape, tiles, cal, regs=ms.regs(m))
+        out[m] = np.asarray(p.time_s, float)
+        notes = notes + tuple(n for n in p.notes if n not in notes)
+    return out, notes
+
+
+def evaluate(sets: list[MeasurementSet], gpu_name: str | None = None, cal_path: str | None = None,
+             use_builtin_calibration: bool = True, split: str = "test", use_fits: bool = True) -> list[Evaluation]:
+    """Predict every row with the spec matching its GPU (or ``gpu_name``), one Evaluation per (kernel, GPU).
+
+    ``split``: "test" leaves out the training split that path costs may be fitted on (perfmodel.evaluation.fit),
+    so the figures are on held-out data; "train" keeps only those rows; "all" keeps every row."""
+    out = []
+    for ms in sets:
+        ms = ms.select(split_mask(ms, split))
+        if not len(ms):
+            continue
+        spec = gpu_mod.resolve(gpu_name) if gpu_name else gpu_mod.match_device_name(ms.gpu_name)
+        if spec is None:
+            raise InputError(f"no built-in spec matches the measured GPU '{ms.gpu_name}'; pass --gpu")
+        cal = cal_mod.resolve(spec, cal_path, use_builtin=use_builtin_calibration, use_fits=use_fits)
+        pred, _ = predict_set(ms, spec, cal)
+        P = {k: ms.cols[k] for k in AXES + ("Br", "Bc", "threads", "pad")}
+        sd = np.asarray(seed.predict(spec, P["B"], P["H"], P["N"], P["d"], P["Br"], P["Bc"]).time_s, float)
+        out.append(Evaluation(ms.kernel, spec.key, len(ms), P, ms.measured_s, pred, sd, list(ms.files), split,
+                              cal.fitted(ms.kernel)))
+    if not out:
+        raise InputError(f"no rows in the '{split}' split")
+    return out

@@ -1,0 +1,1 @@
+"""Hardware: GPU specs, calibration, the ceilings policy, occupancy and shared-memory banks."""

@@ -1,0 +1,150 @@
+"""Calibration: the constants the timing model needs beyond the spec sheet, measured by ``perfmodel probe``.
+
+Without a calibration file the values are derived from the spec (datasheet bandwidths, latencies from the
+microbenchmark literature), so every GPU has a prediction; with one, the GPU's own microbenchmarks are used.
+Calibration files are YAML with a ``provenance`` block, a ``values`` block (the throughput fields below and
+``path_cycles``: cycles per step of each latency-path feature of perfmodel.model.counts.PATH_FEATURES) and
+optionally ``path_fits`` (per-kernel path costs fitted on a declared training split, perfmodel.evaluation.fit).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfmodel.errors import InputError, read_yaml
+from perfmodel.hw.gpu import GPUSpec, builtin_dir
+from perfmodel.model.counts import PATH_FEATURES
+
+
+@dataclass(frozen=True)
+class Calibration:
+    source: str                      # "spec" or the file it came from
+    dram_bw_bps: float               # achievable DRAM bandwidth, bytes read + written per second
+    l2_bw_bps: float                 # achievable L2 bandwidth
+    l2_effective_bytes: float        # data that stays in L2 under re-reads (below the nominal size on split L2s)
+    smem_wavefronts_per_clk: float   # shared-memory wavefronts per clock per SM (1.0 = 128 B/clk)
+    fp32_lanes_per_clk: float        # FP32 lanes per clock per SM actually sustained
+    sfu_lanes_per_clk: float         # MUFU (ex2) lanes per clock per SM
+    launch_overhead_s: float         # fixed cost of a launch seen by CUDA events
+    overlap_p: float                 # p of the p-norm joining latency and throughput times (large = max)
+    path_cycles: dict                # feature -> cycles per step on a warp's path (PATH_FEATURES)
+    # kernel -> {"costs": {feature: cycles}, "training": {...}}: costs fitted to kernel timings on a declared
+    # training split, for loop forms no microbenchmark covers; they replace path_cycles for that kernel only
+    path_fits: dict = field(default_factory=dict)
+
+    @property
+    def basis(self) -> str:
+        return "spec" if self.source == "spec" else "probe"
+
+    def path_costs(self, kernel: str) -> dict:
+        """Cycles per step of each path feature, for one kernel."""
+        costs = dict(self.path_cycles)
+        costs.update(self.path_fits.get(kernel, {}).get("costs", {}))
+        return costs
+
+    def fitted(self, kernel: str) -> bool:
+        return kernel in self.path_fits
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def from_spec(gpu: GPUSpec) -> Calibration:
+    """Defaults from the spec sheet alone."""
+    return Calibration(
+        source="spec",
+        dram_bw_bps=gpu.dram_bw,
+        l2_bw_bps=gpu.l2_bw,
+        l2_effective_bytes=float(gpu.l2_bytes),
+        smem_wavefronts_per_clk=gpu.smem_bytes_per_clk_per_sm / (gpu.smem_banks * gpu.smem_bank_width_bytes),
+        fp32_lanes_per_clk=float(gpu.fp32_lanes_per_sm),
+        sfu_lanes_per_clk=float(gpu.sfu_ops_per_clk_per_sm),
+        launch_overhead_s=gpu.launch_overhead_us * 1e-6 / 2,
+        overlap_p=4.0,
+        path_cycles={
+            # two loads in flight per step, unrolled 4 ways: latency amortised over 4 steps, FFMAs dependent
+            "dot": gpu.smem_latency_cycles / 4 + gpu.fp32_latency_cycles,
+            "reduction": gpu.smem_latency_cycles / 4 + gpu.fp32_latency_cycles,
+            "exp": gpu.sfu_latency_cycles + 5 * gpu.fp32_latency_cycles,
+            "outer": 0.0,
+            "conflict": 1.0,
+            "fp32": gpu.fp32_latency_cycles,
+            "sfu": gpu.sfu_latency_cycles,
+            "gmem": gpu.l2_latency_cycles,
+            "sync": 2 * gpu.smem_latency_cycles,
+        },
+    )
+
+
+_FIELDS = {f.name for f in dataclasses.fields(Calibration)} - {"source", "path_fits"}
+# Features whose cost may be 0: 'outer' has no microbenchmark (its steps carry their own loop overhead)
+_MAY_BE_ZERO = {"outer"}
+
+
+def _number(path, what, v, may_be_zero=False) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise InputError(f"{path}: {what} must be a number, got {v!r}")
+    v = float(v)
+    if not (v == v and v not in (float("inf"), float("-inf"))):
+        raise InputError(f"{path}: {what} must be finite, got {v!r}")
+    if v < 0 or (v == 0 and not may_be_zero):
+        raise InputError(f"{path}: {what} must be {'non-negative' if may_be_zero else 'positive'}, got {v!r}")
+    return v
+
+
+def _costs(path, where, costs) -> dict:
+    if not isinstance(costs, dict):
+        raise InputError(f"{path}: {where} must map path features to cycles")
+    unknown = sorted(set(costs) - set(PATH_FEATURES))
+    if unknown:
+        raise InputError(f"{path}: {where}: unknown path feature '{unknown[0]}' (known: {', '.join(PATH_FEATURES)})")
+    return {k: _number(path, f"{where}.{k}", v, may_be_zero=True) for k, v in costs.items()}
+
+
+def load(path: str | Path, gpu: GPUSpec) -> Calibration:
+    """A calibration file; fields it lacks keep their spec-derived values."""
+    path = Path(path)
+    raw = read_yaml(path, "calibration file")
+    if not isinstance(raw, dict) or not isinstance(raw.get("values"), dict):
+        raise InputError(f"{path}: expected a 'values' mapping")
+    values = dict(raw["values"])
+    unknown = sorted(set(values) - _FIELDS)
+    if unknown:
+        raise InputError(f"{path}: unknown calibration field '{unknown[0]}'")
+    base = from_spec(gpu)
+    cycles = dict(base.path_cycles)
+    for k, v in _costs(path, "values.path_cycles", values.pop("path_cycles", {}) or {}).items():
+        if v == 0 and k not in _MAY_BE_ZERO:
+            raise InputError(f"{path}: values.path_cycles.{k} must be positive, got 0")
+        cycles[k] = v
+    nums = {k: _number(path, f"calibration field '{k}'", v) for k, v in values.items()}
+    fits = raw.get("path_fits") or {}
+    if not isinstance(fits, dict):
+        raise InputError(f"{path}: 'path_fits' must be a mapping of kernel -> fit")
+    clean = {}
+    for kernel, fit in fits.items():
+        if not isinstance(fit, dict):
+            raise InputError(f"{path}: path_fits.{kernel} must be a mapping with 'costs'")
+        clean[str(kernel)] = dict(fit, costs=_costs(path, f"path_fits.{kernel}.costs", fit.get("costs")))
+    return dataclasses.replace(base, source=str(path), path_cycles=cycles, path_fits=clean, **nums)
+
+
+def builtin_path(gpu: GPUSpec) -> Path | None:
+    """The shipped calibration for this GPU (gpus/calibration/<key>.yaml), if any."""
+    p = builtin_dir() / "calibration" / f"{gpu.key}.yaml"
+    return p if p.exists() else None
+
+
+def resolve(gpu: GPUSpec, path: str | Path | None = None, use_builtin: bool = True,
+            use_fits: bool = True) -> Calibration:
+    """The calibration to use: a given file, else the shipped one for this GPU, else spec-derived defaults.
+    ``use_fits=False`` drops the path costs fitted to kernel timings (probe and spec constants only)."""
+    if path is not None:
+        cal = load(path, gpu)
+    else:
+        found = builtin_path(gpu) if use_builtin else None
+        cal = dataclasses.replace(load(found, gpu), source=f"built-in calibration/{found.name}") if found \
+            else from_spec(gpu)
+    return cal if use_fits else dataclasses.replace(cal, path_fits={})

@@ -1,0 +1,212 @@
+"""The kernel interface: what every kernel model provides, so that nothing outside this package names a kernel.
+
+A kernel is one module holding a ``Kernel`` subclass and its ``Tiles`` type, registered with ``register``:
+
+* identity: ``name``, ``description``, ``source`` (its CUDA file in csrc/), ``dtypes``, ``causal`` support;
+* ``Tiles``: a frozen dataclass of the kernel's tile parameters, with defaults; it maps onto the launch columns
+  every measurement CSV has (Br, Bc, threads, pad), and back;
+* the launch shape: ``grid_blocks``, threads (from the tiles), ``smem_bytes``, registers (per-architecture data);
+* ``fits``/``why_not``: vectorised fit test and a derived one-line reason;
+* ``head_counts``: pure counts of one (batch, head) -- no GPU spec, no calibration -- assembled over B*H by
+  ``counts``;
+* ``arch``: per-architecture facts (registers, SASS-derived instruction overheads) keyed by ``sm_XY``; an
+  architecture without its own falls back to the nearest one, and the prediction says so;
+* measurement: ``runner`` returns an object that allocates buffers, launches the bundled kernel, and states the
+  correctness tolerance (see perfmodel.measure.runner).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfmodel.errors import InputError
+from perfmodel.model.counts import Counts
+from perfmodel.shape import AttentionShape, DTYPES, positive_int
+
+TILE_COLUMNS = ("Br", "Bc", "threads", "pad")   # launch columns of every measurement row
+
+
+@dataclass(frozen=True)
+class Tiles:
+    """Base of the per-kernel tile types. Subclasses list their own fields; ``columns`` maps them onto
+    TILE_COLUMNS (derived columns, such as fa1's threads = Br, computed)."""
+
+    Br: object
+    Bc: object
+
+    @classmethod
+    def fields(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @property
+    def threads(self):
+        raise NotImplementedError
+
+    @property
+    def pad(self):
+        return 0 * np.asarray(self.Br)
+
+    def columns(self) -> dict:
+        return {"Br": self.Br, "Bc": self.Bc, "threads": self.threads, "pad": self.pad}
+
+    @classmethod
+    def from_columns(cls, cols: dict) -> "Tiles":
+        """The tiles of a measurement row (or arrays of rows) from its launch columns."""
+        return cls(**{k: cols[k] for k in cls.fields()})
+
+
+@dataclass(frozen=True)
+class Launch:
+    grid_blocks: object
+    threads: object
+    smem_bytes: object
+    regs: object
+
+
+@dataclass(frozen=True)
+class ArchFacts:
+    """What the compiled kernel looks like on one architecture: registers per thread and the instructions per
+    loop step beyond the counted ones (read off that architecture's SASS)."""
+
+    regs: int
+    overheads: dict = field(default_factory=dict)
+    source: str = ""
+
+
+class Kernel(ABC):
+    name: str = ""
+    description: str = ""
+    source: str = ""                       # CUDA file in perfmodel/kernels/csrc/
+    dtypes: tuple[str, ...] = ("fp32",)
+    causal: bool = False
+    Tiles: type = Tiles
+    arch: dict = {}                        # "sm_90" -> ArchFacts
+
+    # --- tiles ----------------------------------------------------------------------------------------
+    def make_tiles(self, **given) -> Tiles:
+        """Validated scalar tiles from user values (None = the kernel's default). Naming a parameter the
+        kernel does not have is an error, not silently ignored."""
+        names = self.Tiles.fields()
+        extra = [k for k, v in given.items() if v is not None and k not in names]
+        if extra:
+            raise InputError(f"kernel {self.name} has no tile parameter '{extra[0]}' (its tiles: "
+                             f"{', '.join(names)})")
+        defaults = self.default_tiles()
+        vals = {}
+        for k in names:
+            v = given.get(k)
+            if v is None:
+                if getattr(defaults, k, None) is None:
+                    raise InputError(f"kernel {self.name} needs --{k}")
+                v = getattr(defaults, k)
+            vals[k] = positive_int(k, v, lo=self.tile_minimum(k))
+        return self.Tiles(**vals)
+
+    def default_tiles(self, shape: AttentionShape | None = None) -> Tiles:
+        """The default tiles (None where the user must choose)."""
+        return self.Tiles(**{k: None for k in self.Tiles.fields()})
+
+    def tile_minimum(self, name: str) -> int:
+        return 1
+
+    # --- problem support ------------------------------------------------------------------------------
+    def check_shape(self, shape: AttentionShape) -> None:
+        if shape.dtype not in DTYPES:
+            raise InputError(f"unknown dtype '{shape.dtype}'; known: {', '.join(DTYPES)}")
+        if shape.dtype not in self.dtypes:
+            raise InputError(f"kernel {self.name} runs {'/'.join(self.dtypes)} only, not {shape.dtype}")
+        if shape.causal and not self.causal:
+            raise InputError(f"kernel {self.name} has no causal variant")
+
+    # --- launch shape -----------------------------------------------------------------------------------
+    @abstractmethod
+    def grid_blocks(self, shape: AttentionShape, tiles: Tiles): ...
+
+    @abstractmethod
+    def smem_bytes(self, shape: AttentionShape, tiles: Tiles): ...
+
+    def facts(self, arch: str) -> tuple[ArchFacts, str | None]:
+        """(facts, None) for an architecture with its own data, else (the nearest one's, a note saying so)."""
+        if arch in self.arch:
+            return self.arch[arch], None
+        known = sorted(self.arch)
+        near = min(known, key=lambda a: abs(int(a[3:]) - int(arch[3:])) if arch[3:].isdigit() else 0)
+        return self.arch[near], (f"{self.name}: registers and per-step instruction overheads read off {near} "
+                                 f"SASS; {arch} is assumed to compile alike")
+
+    def launch(self, shape: AttentionShape, tiles: Tiles, arch: str, regs=None) -> Launch:
+        facts, _ = self.facts(arch)
+        return Launch(grid_blocks=self.grid_blocks(shape, tiles), threads=np.asarray(tiles.threads, np.int64),
+                      smem_bytes=self.smem_bytes(shape, tiles),
+                      regs=np.asarray(facts.regs if regs is None else regs, np.int64))
+
+    # --- fit --------------------------------------------------------------------------------------------
+    def limits(self, gpu, shape: AttentionShape, tiles: Tiles) -> list[tuple[object, str]]:
+        """(ok array, reason) pairs every launch must meet; kernels add their own with ``constraints``."""
+        threads = np.asarray(tiles.threads)
+        smem = self.smem_bytes(shape, tiles)
+        return [
+            (threads <= gpu.max_threads_per_block,
+             f"{{threads}} threads per block; {gpu.name} allows at most {gpu.max_threads_per_block}"),
+            (smem <= gpu.smem_per_block_optin_bytes,
+             f"tile {{tiles}} needs {{smem}} B of shared memory per block; {gpu.name} allows at most "
+             f"{gpu.smem_per_block_optin_bytes} B"),
+        ] + self.constraints(gpu, shape, tiles)
+
+    def constraints(self, gpu, shape: AttentionShape, tiles: Tiles) -> list[tuple[object, str]]:
+        return []
+
+    def fits(self, gpu, shape: AttentionShape, tiles: Tiles):
+        ok = True
+        for cond, _ in self.limits(gpu, shape, tiles):
+            ok = ok & np.asarray(cond)
+        return ok
+
+    def why_not(self, gpu, shape: AttentionShape, tiles: Tiles) -> str | None:
+        """For scalar inputs: the first limit the configuration breaks, as one line, or None."""
+        for cond, reason in self.limits(gpu, shape, tiles):
+            if not bool(np.all(cond)):
+                desc = ", ".join(f"{k}={getattr(tiles, k)}" for k in self.Tiles.fields())
+                return f"{self.name}: " + reason.format(threads=int(np.asarray(tiles.threads)), tiles=desc + f", d={shape.d}",
+                                                        smem=int(np.asarray(self.smem_bytes(shape, tiles))))
+        return None
+
+    # --- counts -------------------------------------------------------------------------------------------
+    @abstractmethod
+    def head_counts(self, shape: AttentionShape, tiles: Tiles, facts: ArchFacts) -> Counts:
+        """Counts of one (batch, head): its blocks' work (extensive fields), one block's path (path_*), and
+        the DRAM pieces of that head."""
+
+    def counts(self, shape: AttentionShape, tiles: Tiles, facts: ArchFacts) -> Counts:
+        """Counts of the whole launch: the head's work times B*H; the path (per block) and the live bytes
+        (per head) as they are."""
+        head = self.head_counts(shape, tiles, facts)
+        BH = shape.heads
+        per_launch = {f.name: BH * getattr(head, f.name) for f in dataclasses.fields(Counts)
+                      if not f.name.startswith("path_") and f.name != "reuse_live_bytes"}
+        return dataclasses.replace(head, **per_launch)
+
+    # --- measurement --------------------------------------------------------------------------------------
+    def runner(self, torch, ext, shape: AttentionShape, tiles: Tiles):
+        raise InputError(f"kernel {self.name} cannot be measured here")
+
+
+REGISTRY: dict[str, Kernel] = {}
+
+
+def register(kernel: Kernel) -> Kernel:
+    if not kernel.name or kernel.name in REGISTRY:
+        raise ValueError(f"kernel name '{kernel.name}' is empty or taken")
+    REGISTRY[kernel.name] = kernel
+    return kernel
+
+
+def get(name: str) -> Kernel:
+    try:
+        return REGISTRY[str(name)]
+    except KeyError:
+        raise InputError(f"unknown kernel '{name}'; known: {', '.join(REGISTRY)}") from None

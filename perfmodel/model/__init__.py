@@ -1,0 +1,1 @@
+"""The model: counts (pure data), memory traffic, timing, the seed baseline, and the one meeting point (engine)."""

@@ -1,0 +1,122 @@
+"""Counts: what a kernel launch does, per pipe, per memory level and on one block's latency path. Pure data.
+
+Thread-level operation counts (what FLOP figures use) are kept apart from warp-level instruction counts (what
+pipes and issue slots see: a half-empty warp still costs a full warp instruction). Every field defaults to 0,
+so a kernel fills only what it does; Counts add (two phases of a kernel) and scale (a phase repeated).
+
+DRAM traffic is not a count of the kernel alone: how much of a re-read reaches DRAM depends on the GPU's L2
+(perfmodel.model.memory). The kernel states it in pieces: bytes read and written on first touch (``*_once``),
+re-reads and re-writes that stay in L2 while the data a head keeps live (``reuse_live_bytes``, per head) fits
+(``*_reuse``).
+
+The latency path is one block's critical path through its slowest warp, as a count of steps of each form
+(``path_<feature>``). The feature names in PATH_FEATURES are the one name of each form, shared by the
+calibration (cycles per step) and ``perfmodel fit``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+# feature -> what one step is
+PATH_FEATURES = {
+    "dot": "a dot-product step: two shared loads and a dependent FFMA",
+    "reduction": "a reduction step: one shared load and a dependent FMNMX/FADD",
+    "exp": "an exp step: shared load, FADD, __expf, shared store",
+    "outer": "a set-up instruction of an outer-loop iteration",
+    "conflict": "a shared wavefront beyond one per instruction (bank-conflict replay)",
+    "fp32": "another dependent FP32 instruction",
+    "sfu": "another dependent MUFU instruction",
+    "gmem": "a global-memory round trip",
+    "sync": "a __syncthreads",
+}
+
+
+@dataclass(frozen=True)
+class Counts:
+    # --- thread-level arithmetic (operations by active threads) -----------------------------------------
+    fma: object = 0          # fused multiply-adds (2 FLOPs each)
+    exp: object = 0          # exponentials
+    cmp: object = 0          # max / compare
+    add: object = 0          # adds and subtracts
+    mul: object = 0          # multiplies, divides and reciprocals
+    # --- warp-level instructions (issued warp instructions, any number of active lanes) ------------------
+    warp_fp32: object = 0    # FFMA, FADD, FMUL, FMNMX on the FP32 pipe
+    warp_sfu: object = 0     # MUFU (ex2, rcp)
+    warp_lds: object = 0     # shared loads
+    warp_sts: object = 0     # shared stores
+    warp_ldg: object = 0     # global loads
+    warp_stg: object = 0     # global stores
+    warp_other: object = 0   # integer / address / loop-control instructions
+    # --- shared memory ---------------------------------------------------------------------------------
+    smem_ld_bytes: object = 0
+    smem_st_bytes: object = 0
+    smem_ld_wavefronts: object = 0
+    smem_st_wavefronts: object = 0
+    # --- global memory -----------------------------------------------------------------------------------
+    gld_sectors: object = 0     # 32-B sectors the global loads ask of L1 (coalescing)
+    l2_read_bytes: object = 0   # L1 -> L2 read traffic
+    l2_write_bytes: object = 0  # stores reaching L2
+    dram_read_once: object = 0
+    dram_read_reuse: object = 0
+    dram_write_once: object = 0
+    dram_write_reuse: object = 0
+    reuse_live_bytes: object = 0  # per head: what must stay in L2 for the *_reuse traffic to hit
+    # --- latency path (per block) --------------------------------------------------------------------------
+    path_dot: object = 0
+    path_reduction: object = 0
+    path_exp: object = 0
+    path_outer: object = 0
+    path_conflict: object = 0
+    path_fp32: object = 0
+    path_sfu: object = 0
+    path_gmem: object = 0
+    path_sync: object = 0
+
+    # ---------------------------------------------------------------------------------------------------
+    def __add__(self, other: "Counts") -> "Counts":
+        return Counts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in dataclasses.fields(self)})
+
+    def scaled(self, factor) -> "Counts":
+        return Counts(**{f.name: getattr(self, f.name) * factor for f in dataclasses.fields(self)})
+
+    def path(self, feature: str):
+        return getattr(self, "path_" + feature)
+
+    @property
+    def flops(self):
+        """FLOPs as commonly counted: FMA = 2, every other arithmetic operation = 1."""
+        return 2 * self.fma + self.exp + self.cmp + self.add + self.mul
+
+    @property
+    def smem_wavefronts(self):
+        return self.smem_ld_wavefronts + self.smem_st_wavefronts
+
+    @property
+    def smem_bytes(self):
+        return self.smem_ld_bytes + self.smem_st_bytes
+
+    @property
+    def smem_ideal_wavefronts(self):
+        """Wavefronts without bank conflicts: one per 32-bit warp instruction."""
+        return self.warp_lds + self.warp_sts
+
+    @property
+    def bank_conflicts(self):
+        """Excess wavefronts over one per instruction (what ncu reports as bank conflicts)."""
+        return self.smem_wavefronts - self.smem_ideal_wavefronts
+
+    @property
+    def l2_bytes(self):
+        return self.l2_read_bytes + self.l2_write_bytes
+
+    @property
+    def warp_instructions(self):
+        return (self.warp_fp32 + self.warp_sfu + self.warp_lds + self.warp_sts + self.warp_ldg
+                + self.warp_stg + self.warp_other)
+
+    def to_dict(self) -> dict:
+        return {f.name: np.asarray(getattr(self, f.name)).tolist() for f in dataclasses.fields(self)}

@@ -1,0 +1,75 @@
+"""The one place where shape, tiles, kernel, GPU and calibration meet. Every command goes through ``evaluate``.
+
+    shape + tiles --kernel--> launch shape, Counts (pure) --occupancy--> blocks per SM (once)
+        --memory--> DRAM traffic with L2 reuse --timing--> per-resource times, bound --> Prediction
+
+Pure and vectorised: every argument may be a numpy array (broadcast together).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfmodel.hw import occupancy
+from perfmodel.hw.calibration import Calibration
+from perfmodel.hw.ceilings import Ceilings, ceilings
+from perfmodel.hw.gpu import GPUSpec
+from perfmodel.kernels.base import Kernel, Launch, Tiles
+from perfmodel.model import memory, timing
+from perfmodel.model.counts import Counts
+from perfmodel.shape import AttentionShape
+
+
+@dataclass(frozen=True)
+class Prediction:
+    kernel: str
+    gpu: GPUSpec
+    calibration: Calibration
+    shape: AttentionShape
+    tiles: Tiles
+    counts: Counts
+    launch: Launch
+    blocks_per_sm: np.ndarray
+    waves: np.ndarray
+    warps_per_sm: np.ndarray
+    traffic: memory.Traffic
+    timing: timing.Timing
+    ceilings: Ceilings
+    roofline_time_s: np.ndarray
+    notes: tuple = ()
+
+    @property
+    def time_s(self):
+        return self.timing.time_s
+
+    @property
+    def bound(self):
+        return self.timing.bound
+
+    @property
+    def path_costs(self) -> str:
+        """Where the latency-path costs come from: 'fitted' on a training split, 'probe', or 'spec'."""
+        return "fitted" if self.calibration.fitted(self.kernel) else self.calibration.basis
+
+
+def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, cal: Calibration,
+             regs=None) -> Prediction:
+    """Predict every configuration of (shape, tiles), which broadcast together. No fit check: callers that
+    need one ask ``kernel.fits`` / ``kernel.why_not`` (a sweep keeps the non-fitting cells and masks them)."""
+    facts, note = kernel.facts(gpu.sm)
+    launch = kernel.launch(shape, tiles, gpu.sm, regs=regs)
+    c = kernel.counts(shape, tiles, facts)
+    bpsm = occupancy.blocks_per_sm(gpu, launch.threads, launch.regs, launch.smem_bytes)
+    mem = memory.traffic(c, shape.heads, launch.grid_blocks, bpsm, gpu.sm_count, cal.l2_effective_bytes)
+    t = timing.predict(c, mem, launch.grid_blocks, launch.threads, bpsm, gpu, cal, kernel.name)
+    ceil = ceilings(gpu, cal)
+    roof = np.maximum(c.flops / ceil.compute_flops(shape.dtype), mem.dram_bytes / ceil.dram_bps)
+    grid = np.asarray(launch.grid_blocks)
+    warps_per_block = -(-np.asarray(launch.threads) // gpu.warp_size)
+    return Prediction(
+        kernel=kernel.name, gpu=gpu, calibration=cal, shape=shape, tiles=tiles, counts=c, launch=launch,
+        blocks_per_sm=bpsm, waves=occupancy.waves(gpu, grid, bpsm),
+        warps_per_sm=np.minimum(bpsm, np.ceil(grid / gpu.sm_count)) * warps_per_block,
+        traffic=mem, timing=t, ceilings=ceil, roofline_time_s=roof, notes=(note,) if note else ())

@@ -1,0 +1,131 @@
+"""From counts to time: rounds of resident blocks, per-resource throughput, the latency path, L2 and DRAM.
+
+Per SM, blocks run in rounds of at most ``blocks_per_sm``; the busiest SM takes ceil(grid / SMs) blocks.
+A round of r blocks costs
+
+    throughput: each row of SM_RESOURCES, the cycles its work needs (pipes usable only on the SM
+                sub-partitions that have warps: min(warps, 4) / 4);
+    latency:    one block's critical path (its slowest warp): the path features of Counts, each times its
+                cost in cycles (calibration.path_costs);
+
+joined by a p-norm, (sum t^p)^(1/p): with few warps the path dominates, with many the pipes do, and in between
+both count. The chip-wide rows of CHIP_RESOURCES (L2, DRAM) join the SM time the same way. Adding a resource is
+one row here (and the calibration field that prices it).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from perfmodel.hw.calibration import Calibration
+from perfmodel.hw.gpu import GPUSpec
+from perfmodel.model.counts import PATH_FEATURES, Counts
+
+
+@dataclass(frozen=True)
+class SMResource:
+    name: str
+    work: Callable[[Counts], object]                     # units per launch
+    cycles: Callable[[GPUSpec, Calibration], float]      # cycles per unit
+    per_subpartition: bool                               # served only by sub-partitions that have warps
+
+
+@dataclass(frozen=True)
+class ChipResource:
+    name: str
+    work: Callable[[Counts, object], object]             # bytes per launch, from counts and the DRAM traffic
+    rate: Callable[[Calibration], float]                 # bytes per second
+
+
+SM_RESOURCES = (
+    SMResource("fp32", lambda c: c.warp_fp32, lambda g, cal: g.warp_size / cal.fp32_lanes_per_clk, True),
+    SMResource("sfu", lambda c: c.warp_sfu, lambda g, cal: g.warp_size / cal.sfu_lanes_per_clk, True),
+    SMResource("issue", lambda c: c.warp_instructions, lambda g, cal: 1 / g.schedulers_per_sm, True),
+    SMResource("smem", lambda c: c.smem_wavefronts, lambda g, cal: 1 / cal.smem_wavefronts_per_clk, False),
+)
+CHIP_RESOURCES = (
+    ChipResource("l2", lambda c, mem: c.l2_bytes, lambda cal: cal.l2_bw_bps),
+    ChipResource("dram", lambda c, mem: mem.dram_bytes, lambda cal: cal.dram_bw_bps),
+)
+RESOURCES = tuple(r.name for r in SM_RESOURCES) + ("latency",) + tuple(r.name for r in CHIP_RESOURCES)
+
+
+@dataclass(frozen=True)
+class Timing:
+    time_s: np.ndarray
+    times_s: dict            # resource -> seconds it alone would need (whole kernel)
+    bound: np.ndarray        # name of the largest
+
+
+def _pnorm(parts, p):
+    """(sum x^p)^(1/p), computed relative to the largest part, in float32."""
+    parts = [np.asarray(x, dtype=np.float32) for x in parts]
+    top = functools.reduce(np.maximum, parts)
+    safe = np.where(top > 0, top, np.float32(1))
+    acc = None
+    for x in parts:
+        term = np.power(x / safe, np.float32(p))
+        acc = term if acc is None else acc + term
+    return np.where(top > 0, safe * np.power(acc, np.float32(1.0 / p)), np.float32(0)).astype(float)
+
+
+def path_cycles(c: Counts, costs: dict):
+    """One block's latency path in cycles."""
+    return sum(c.path(f) * costs[f] for f in PATH_FEATURES)
+
+
+def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, cal: Calibration,
+            kernel: str) -> Timing:
+    """Seconds for each launch. Computed in float32 (7 significant digits, far below the model's own error),
+    which keeps a million-configuration sweep near a second. ``mem``: the DRAM traffic (model.memory)."""
+    f32 = np.float32
+    grid = np.asarray(grid_blocks, dtype=f32)
+    bpsm = np.asarray(blocks_per_sm).astype(f32)
+    bpsm_safe = np.maximum(bpsm, 1)
+    warps_per_block = np.ceil(np.asarray(threads, dtype=f32) / gpu.warp_size)
+    per_sm = np.ceil(grid / gpu.sm_count)                      # blocks on the busiest SM
+    full_rounds = np.floor(per_sm / bpsm_safe)
+    last = per_sm - full_rounds * bpsm_safe                    # blocks in the last, partial round
+    r_full = np.minimum(bpsm_safe, per_sm)
+
+    g = np.maximum(grid, 1)
+    per_block = [((r.work(c) / g).astype(f32), f32(r.cycles(gpu, cal)), r) for r in SM_RESOURCES]
+
+    def thr_cycles(r):
+        """Cycles each SM resource needs for r concurrent blocks."""
+        warps = r * warps_per_block
+        used = np.maximum(np.minimum(warps, gpu.schedulers_per_sm), 1) / gpu.schedulers_per_sm
+        per_used = r / used
+        return {res.name: (per_used if res.per_subpartition else r) * work * cyc for work, cyc, res in per_block}
+
+    lat = np.asarray(path_cycles(c, cal.path_costs(kernel)), dtype=f32)
+
+    def round_cycles(r):
+        t = thr_cycles(r)
+        active = r > 0
+        total = _pnorm([*t.values(), lat], cal.overlap_p)
+        return np.where(active, total, f32(0)), {k: np.where(active, v, f32(0)) for k, v in t.items()}
+
+    tf, parts_f = round_cycles(r_full)
+    tl, parts_l = round_cycles(last)
+    sm_cycles = full_rounds * tf + tl
+    clock = f32(gpu.clock_hz)
+    sm_time = sm_cycles / clock
+    times = {k: (full_rounds * parts_f[k] + parts_l[k]) / clock for k in parts_f}
+    times["latency"] = (full_rounds + (last > 0)) * lat / clock
+    for res in CHIP_RESOURCES:
+        times[res.name] = (res.work(c, mem) / res.rate(cal)).astype(f32)
+    total = _pnorm([sm_time] + [times[r.name] for r in CHIP_RESOURCES], cal.overlap_p) + cal.launch_overhead_s
+    best = np.zeros(np.shape(total), dtype=np.int8)
+    top = np.broadcast_to(times[RESOURCES[0]], np.shape(total))
+    for i, k in enumerate(RESOURCES[1:], start=1):
+        bigger = times[k] > top
+        best = np.where(bigger, np.int8(i), best)
+        top = np.where(bigger, times[k], top)
+    bound = np.asarray(RESOURCES)[best]
+    total = np.where(bpsm > 0, total, np.inf)
+    return Timing(time_s=total, times_s={k: times[k] for k in RESOURCES}, bound=bound)
