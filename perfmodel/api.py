@@ -2,10 +2,12 @@
 validated objects. The CLI calls these functions too.
 
     >>> import perfmodel
-    >>> p = perfmodel.predict(gpu="h100", kernel="fa2", B=4, H=16, N=4096, d=64, Br=64, Bc=64)
+    >>> p = perfmodel.predict(gpu="h100", kernel=NAME, B=4, H=16, N=4096, d=64, Br=64, Bc=64)
     >>> p.time_s, p.bound                       # a float (seconds) and a string
-    >>> s = perfmodel.sweep(gpu="h100", kernel="fa2", N=[1024, 4096], Br=[32, 64], Bc=[32, 64])
+    >>> s = perfmodel.sweep(gpu="h100", kernel=NAME, N=[1024, 4096], Br=[32, 64], Bc=[32, 64])
     >>> s.time_s                                # numpy array, one axis per swept parameter
+
+(NAME: a registered kernel, ``perfmodel.kernels.names()``; README has a worked example.)
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ import numpy as np
 from perfmodel.errors import InputError
 from perfmodel.hw import calibration as cal_mod, gpu as gpu_mod
 from perfmodel.hw.gpu import GPUSpec
-from perfmodel.kernels import get as get_kernel
+from perfmodel.kernels import DEFAULT, get as get_kernel
 from perfmodel.model import engine
-from perfmodel.shape import make_shape, positive_int
+from perfmodel.shape import DEFAULT_SIZES, make_shape, positive_int
 
 
 def load_gpu(gpu) -> GPUSpec:
@@ -59,8 +61,8 @@ class Result:
         return prediction_dict(self.prediction)
 
 
-def predict(gpu="h100", kernel: str = "fa1", B=1, H=4, N=512, d=32, dtype="fp32", causal=False, calibration=None,
-            regs=None, use_builtin_calibration: bool = True, use_fits: bool = True, **tiles) -> Result:
+def predict(gpu="h100", kernel: str = DEFAULT, B=DEFAULT_SIZES["B"], H=DEFAULT_SIZES["H"], N=DEFAULT_SIZES["N"],
+            d=DEFAULT_SIZES["d"], dtype="fp32", causal=False, calibration=None, regs=None, use_builtin_calibration: bool = True, use_fits: bool = True, **tiles) -> Result:
     """Predict one launch. ``tiles``: the kernel's tile parameters (Br, Bc, and threads/pad for fa2);
     ``calibration``: a calibration YAML (default: the GPU's shipped one, if any)."""
     spec = load_gpu(gpu)
@@ -80,7 +82,7 @@ def predict(gpu="h100", kernel: str = "fa1", B=1, H=4, N=512, d=32, dtype="fp32"
                   times_s={r: float(np.asarray(v)) for r, v in p.timing.times_s.items()}, prediction=p)
 
 
-def sweep(gpu="h100", kernel: str = "fa1", calibration=None, dtype="fp32", causal=False, **axes):
+def sweep(gpu="h100", kernel: str = DEFAULT, calibration=None, dtype="fp32", causal=False, **axes):
     """Predict every combination of the given lists (B, H, N, d and the kernel's tile fields; a scalar is a
     one-value list). Returns an evaluation.sweep.SweepResult: ``time_s`` has one axis per parameter and is inf
     where a tile does not fit."""
@@ -91,6 +93,6 @@ def sweep(gpu="h100", kernel: str = "fa1", calibration=None, dtype="fp32", causa
     from perfmodel.shape import parse_dtype
     shape_probe = make_shape(1, 1, 1, 1, parse_dtype(dtype), causal)
     k.check_shape(shape_probe)
-    values = {a: [positive_int(a, x, lo=0 if a == "pad" else 1) for x in np.atleast_1d(v)]
-              for a, v in axes.items() if v is not None}
+    axes = {**{a: v for a, v in DEFAULT_SIZES.items()}, **{a: v for a, v in axes.items() if v is not None}}
+    values = {a: [positive_int(a, x, lo=0 if a == "pad" else 1) for x in np.atleast_1d(v)] for a, v in axes.items()}
     return sw.run(spec, k, load_calibration(spec, calibration), values, dtype=shape_probe.dtype, causal=bool(causal))

@@ -19,6 +19,7 @@ DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 # Largest value any integer size may take. Keeps every product the model forms (B*H*N*N*d FLOPs, say) inside
 # float64's exact integers and int64; far beyond any GPU's memory.
 MAX_SIZE = 2 ** 31 - 1
+DEFAULT_SIZES = dict(B=1, H=4, N=512, d=32)      # seed 000's problem: what a command uses for a size not given
 
 
 @dataclass(frozen=True)

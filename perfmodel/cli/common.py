@@ -9,7 +9,8 @@ import click
 from rich.console import Console
 
 from perfmodel.errors import InputError
-from perfmodel.kernels import names as kernel_names
+from perfmodel.kernels import DEFAULT, names as kernel_names
+from perfmodel.shape import DEFAULT_SIZES
 
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
 err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
@@ -23,7 +24,7 @@ def gpu_option(f):
                         help="built-in name or alias (see `perfmodel gpus`), or a spec YAML file")(f)
 
 
-def kernel_option(default="fa1"):
+def kernel_option(default=DEFAULT):
     return click.option("--kernel", default=default, show_default=True,
                         help=f"kernel model: {', '.join(kernel_names())}")
 
@@ -37,8 +38,12 @@ def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="print one JSON object")(f)
 
 
-def shape_options(sizes_help: str, defaults: dict):
+def shape_options(sizes_help: str, require_n: bool = False):
     """--B --H --N --d (text: one value, or lists/ranges where the command sweeps) and --dtype --causal."""
+    defaults = {a: str(v) for a, v in DEFAULT_SIZES.items()}
+    if require_n:
+        defaults["N"] = None
+
     def deco(f):
         opts = [
             click.option("--causal", is_flag=True, help="causal masking (kernels that support it)"),

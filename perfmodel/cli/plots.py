@@ -9,6 +9,7 @@ from perfmodel.cli import main
 from perfmodel.cli.common import err, figure_path
 from perfmodel.errors import InputError
 from perfmodel.evaluation import dataset, validate as val
+from perfmodel.kernels import DEFAULT
 
 
 @main.group()
@@ -41,7 +42,7 @@ def plot_validation(files, out_path, split):
 
 @plot.command("scaling")
 @click.argument("file")
-@click.option("--kernel", default="fa1", show_default=True, help="kernel whose rows to draw")
+@click.option("--kernel", default=DEFAULT, show_default=True, help="kernel whose rows to draw")
 @click.option("--B", "B", default=1, show_default=True, type=click.IntRange(min=1), help="batch")
 @click.option("--H", "H", default=4, show_default=True, type=click.IntRange(min=1), help="heads")
 @click.option("--d", "d", default=32, show_default=True, type=click.IntRange(min=1), help="head dimension")

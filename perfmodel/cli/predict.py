@@ -15,7 +15,7 @@ from perfmodel.hw import gpu as gpu_mod
 @main.command()
 @gpu_option
 @kernel_option()
-@shape_options("", dict(B="1", H="4", N=None, d="32"))
+@shape_options("", require_n=True)
 @tile_options("")
 @click.option("--model", "which", type=click.Choice(["perfmodel", "seed"]), default="perfmodel", show_default=True,
               help="our mechanistic model, or the seed report's baseline")

@@ -34,7 +34,7 @@ def _run(gpu_name, kernel, cal_path, dtype, causal, kw):
 @main.command()
 @gpu_option
 @kernel_option()
-@shape_options(RANGES, dict(B="1", H="4", N="512", d="32"))
+@shape_options(RANGES)
 @tile_options(RANGES, br_bc_default="16,32,64,128")
 @click.option("--best", is_flag=True, help="for each problem, the fastest tile configuration that fits")
 @click.option("--csv", "as_csv", is_flag=True, help="every fitting configuration as CSV on stdout")
@@ -91,7 +91,7 @@ def sweep(gpu_name, kernel, dtype, causal, best, as_csv, as_json, limit, out_pat
 
 @main.command()
 @gpu_option
-@kernel_option("fa2")
+@kernel_option()
 @click.option("--record", "record_path", default=None, help="also write the result to this JSON file")
 def bench(gpu_name, kernel, record_path):
     """Benchmark: configurations per second of a ~1,000,000-configuration sweep (counts + timing)."""
@@ -118,7 +118,7 @@ def bench(gpu_name, kernel, record_path):
 @main.command()
 @gpu_option
 @kernel_option()
-@shape_options(RANGES, dict(B="1", H="4", N="512", d="32"))
+@shape_options(RANGES)
 @tile_options(RANGES, br_bc_default="32")
 @click.option("--measured", "measured_path", default=None, help="measured CSV: matching rows are drawn hollow")
 @click.option("-o", "out_path", required=True, help=".png, .svg or .pdf")

@@ -8,7 +8,10 @@ its path costs may be fitted here instead — on the rows of the *training split
 
 ``perfmodel validate`` leaves those rows out by default, so every accuracy figure is on held-out data.
 The fit minimises the squared log error of the whole model (throughput side unchanged, from the probe) by
-Levenberg-Marquardt over log-costs, so costs stay positive.
+Levenberg-Marquardt over log-costs, so costs stay positive. It is deterministic: the command a calibration records
+reproduces its costs (a test reruns each). Features that grow alike along a kernel's path (fa1's exp, gmem, sync
+and outer steps all scale with the K/V tiles) are nearly collinear: the fit determines their sum on a path, not
+each cost, so individual fitted costs are not to be read as microarchitectural figures.
 """
 
 from __future__ import annotations

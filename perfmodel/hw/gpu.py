@@ -25,7 +25,7 @@ _SCHEMA: dict[str, tuple[type, bool]] = {
     "clock_tensor_mhz": (float, False),
     "fp32_lanes_per_sm": (int, True),
     "sfu_ops_per_clk_per_sm": (int, True),
-    "lsu_lanes_per_clk_per_sm": (int, True),
+    "lsu_lanes_per_clk_per_sm": (int, False),     # informational (no kernel model reads it yet)
     "fp32_tflops": (float, True),
     "tensor_fp16_tflops": (float, False),
     "tensor_bf16_tflops": (float, False),
@@ -36,7 +36,7 @@ _SCHEMA: dict[str, tuple[type, bool]] = {
     "l2_bytes": (int, True),
     "l2_bw_gbps": (float, True),
     "smem_per_sm_bytes": (int, True),
-    "smem_per_block_bytes": (int, True),
+    "smem_per_block_bytes": (int, False),         # informational: the limit without opt-in
     "smem_per_block_optin_bytes": (int, True),
     "smem_reserved_per_block_bytes": (int, True),
     "smem_alloc_granularity_bytes": (int, True),
@@ -57,7 +57,7 @@ _SCHEMA: dict[str, tuple[type, bool]] = {
     "sfu_latency_cycles": (float, True),
     "smem_latency_cycles": (float, True),
     "l2_latency_cycles": (float, True),
-    "dram_latency_cycles": (float, True),
+    "dram_latency_cycles": (float, False),        # informational: the timing model prices L2-level round trips
     "launch_overhead_us": (float, True),
     "measured_dram_bw_gbps": (float, False),
     "measured_l2_bw_gbps": (float, False),
@@ -84,14 +84,12 @@ class GPUSpec:
     clock_boost_mhz: float
     fp32_lanes_per_sm: int
     sfu_ops_per_clk_per_sm: int
-    lsu_lanes_per_clk_per_sm: int
     fp32_tflops: float
     dram_bytes: int
     dram_bw_gbps: float
     l2_bytes: int
     l2_bw_gbps: float
     smem_per_sm_bytes: int
-    smem_per_block_bytes: int
     smem_per_block_optin_bytes: int
     smem_reserved_per_block_bytes: int
     smem_alloc_granularity_bytes: int
@@ -112,9 +110,11 @@ class GPUSpec:
     sfu_latency_cycles: float
     smem_latency_cycles: float
     l2_latency_cycles: float
-    dram_latency_cycles: float
     launch_overhead_us: float
     aliases: tuple[str, ...] = ()
+    lsu_lanes_per_clk_per_sm: int | None = None
+    smem_per_block_bytes: int | None = None
+    dram_latency_cycles: float | None = None
     clock_tensor_mhz: float | None = None
     tensor_fp16_tflops: float | None = None
     tensor_bf16_tflops: float | None = None
@@ -212,6 +212,9 @@ def _check(raw: object, where: str) -> dict:
         out[field] = value
     if not out["sources"]:
         raise InputError(f"{where}: field 'sources' must list at least one source")
+    if out["max_warps_per_sm"] * out["warp_size"] != out["max_threads_per_sm"]:
+        raise InputError(f"{where}: max_threads_per_sm ({out['max_threads_per_sm']}) must equal max_warps_per_sm x "
+                         f"warp_size ({out['max_warps_per_sm']} x {out['warp_size']})")
     return out
 
 

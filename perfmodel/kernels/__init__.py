@@ -7,7 +7,9 @@ put its CUDA source in ``csrc/``, and import the module below. Nothing else name
 from perfmodel.kernels.base import REGISTRY, ArchFacts, Kernel, Launch, Tiles, get, register
 from perfmodel.kernels import fa1, fa2  # noqa: F401  (registration)
 
-__all__ = ["REGISTRY", "ArchFacts", "Kernel", "Launch", "Tiles", "get", "register", "names"]
+DEFAULT = "fa1"              # the kernel of seed 000, which commands use when none is named
+
+__all__ = ["DEFAULT", "REGISTRY", "ArchFacts", "Kernel", "Launch", "Tiles", "get", "register", "names"]
 
 
 def names() -> list[str]:

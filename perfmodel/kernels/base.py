@@ -152,6 +152,9 @@ class Kernel(ABC):
         return [
             (threads <= gpu.max_threads_per_block,
              f"{{threads}} threads per block; {gpu.name} allows at most {gpu.max_threads_per_block}"),
+            (threads * np.asarray(self.facts(gpu.sm)[0].regs) <= gpu.regs_per_block,
+             f"{{threads}} threads x {self.facts(gpu.sm)[0].regs} registers exceed the {gpu.regs_per_block} "
+             f"registers a block may hold on {gpu.name}"),
             (smem <= gpu.smem_per_block_optin_bytes,
              f"tile {{tiles}} needs {{smem}} B of shared memory per block; {gpu.name} allows at most "
              f"{gpu.smem_per_block_optin_bytes} B"),

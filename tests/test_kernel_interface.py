@@ -1,0 +1,79 @@
+"""The kernel interface: a kernel from one file predicts through the CLI; nothing outside perfmodel/kernels names
+a kernel; fit reasons are derived; per-architecture facts fall back with a note; Spearman agrees with scipy."""
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import toy_kernel  # noqa: F401  (registers "toy")
+from perfmodel import api
+from perfmodel.cli import main
+from perfmodel.errors import InputError
+from perfmodel.kernels import REGISTRY
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_toy_kernel_from_one_file_predicts_through_the_cli():
+    r = CliRunner().invoke(main, ["predict", "--gpu", "h100", "--kernel", "toy", "--N", "1024", "--d", "64",
+                                  "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["kernel"] == "toy" and d["params"]["Br"] == 64
+    assert d["flops"] == 2 * 2 * 1024 * 1024 * 64 * 4        # B=1, H=4 heads
+    assert d["bound"] in d["times_s"] and d["time_s"] > 0
+    r = CliRunner().invoke(main, ["sweep", "--gpu", "h100", "--kernel", "toy", "--N", "512,1024", "--Br", "32,64",
+                                  "--Bc", "64", "--json"])
+    assert r.exit_code == 0, r.output
+    assert len(json.loads(r.stdout)["rows"]) == 4
+
+
+def test_no_module_outside_kernels_names_a_kernel():
+    names = [n for n in REGISTRY if n != "toy"]
+    pat = re.compile(r"""["'](%s)["']""" % "|".join(map(re.escape, names)))
+    offenders = []
+    for p in (ROOT / "perfmodel").rglob("*.py"):
+        if "kernels" in p.relative_to(ROOT / "perfmodel").parts:
+            continue
+        for i, line in enumerate(p.read_text().splitlines(), 1):
+            if pat.search(line.split("#")[0]):
+                offenders.append(f"{p.relative_to(ROOT)}:{i}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_fit_reasons_are_derived_from_the_launch():
+    with pytest.raises(InputError, match=r"fa2: tile Br=128, Bc=128, threads=128, pad=1, d=256 needs \d+ B"):
+        api.predict("h100", "fa2", N=512, d=256, Br=128, Bc=128)
+    with pytest.raises(InputError, match="fa1: 2048 threads per block"):
+        api.predict("h100", "fa1", N=512, Br=2048, Bc=16)
+
+
+def test_an_architecture_without_its_own_facts_says_so():
+    p = api.predict("a100", "fa2", N=512, Br=32, Bc=32)
+    assert any("sm_90" in n and "sm_80" in n for n in p.prediction.notes)
+    assert api.predict("h100", "fa2", N=512, Br=32, Bc=32).prediction.notes == ()
+
+
+def test_python_api_types():
+    p = api.predict(gpu="h100", kernel="fa2", B=4, H=16, N=4096, d=64, Br=64, Bc=64)
+    assert isinstance(p.time_s, float) and isinstance(p.bound, str)
+    s = api.sweep(gpu="h100", kernel="fa2", N=[1024, 4096], Br=[32, 64], Bc=[32, 64])
+    assert s.time_s.shape == (1, 1, 2, 1, 2, 2, 1, 1)
+    i = s.values["N"].index(4096)
+    one = api.predict("h100", "fa2", N=4096, Br=64, Bc=32)
+    assert s.time_s[0, 0, i, 0, 1, 0, 0, 0] == pytest.approx(one.time_s, rel=1e-6)
+
+
+def test_spearman_agrees_with_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    from perfmodel.evaluation.validate import spearman
+
+    rng = np.random.default_rng(0)
+    for n in (3, 5, 20, 200):
+        a = rng.integers(0, 5, n).astype(float)          # ties included
+        b = a + rng.normal(0, 2, n)
+        assert spearman(a, b) == pytest.approx(stats.spearmanr(a, b).statistic, abs=1e-12)
