@@ -42,7 +42,7 @@ def configure(kernel: str, B, H, N, d, dtype="fp32", causal=False, **tiles):
     k = get_kernel(kernel)
     shape = make_shape(B, H, N, d, dtype, causal)
     k.check_shape(shape)
-    return k, shape, k.make_tiles(**tiles)
+    return k, shape, k.make_tiles(shape, **tiles)
 
 
 @dataclass(frozen=True)
@@ -82,9 +82,9 @@ def predict(gpu="h100", kernel: str = DEFAULT, B=DEFAULT_SIZES["B"], H=DEFAULT_S
                   times_s={r: float(np.asarray(v)) for r, v in p.timing.times_s.items()}, prediction=p)
 
 
-def sweep(gpu="h100", kernel: str = DEFAULT, calibration=None, dtype="fp32", causal=False, **axes):
+def sweep(gpu="h100", kernel: str = DEFAULT, calibration=None, dtype="fp32", causal=False, explore=True, **axes):
     """Predict every combination of the given lists (B, H, N, d and the kernel's tile fields; a scalar is a
-    one-value list). Returns an evaluation.sweep.SweepResult: ``time_s`` has one axis per parameter and is inf
+    one-value list; a tile field not given: the kernel's usual values when ``explore``, else its default). Returns an evaluation.sweep.SweepResult: ``time_s`` has one axis per parameter and is inf
     where a tile does not fit."""
     from perfmodel.evaluation import sweep as sw
 
@@ -95,4 +95,5 @@ def sweep(gpu="h100", kernel: str = DEFAULT, calibration=None, dtype="fp32", cau
     k.check_shape(shape_probe)
     axes = {**{a: v for a, v in DEFAULT_SIZES.items()}, **{a: v for a, v in axes.items() if v is not None}}
     values = {a: [positive_int(a, x, lo=0 if a == "pad" else 1) for x in np.atleast_1d(v)] for a, v in axes.items()}
-    return sw.run(spec, k, load_calibration(spec, calibration), values, dtype=shape_probe.dtype, causal=bool(causal))
+    return sw.run(spec, k, load_calibration(spec, calibration), values, dtype=shape_probe.dtype, causal=bool(causal),
+                  explore=explore)

@@ -4,7 +4,8 @@
 # Writes everything under $OUT (default ./out). Measurements resume: the committed CSV is copied to $OUT
 # first and new rows are appended to the copy; copy it back into the repo afterwards.
 #
-#   scripts/gpu_run.sh STEP [MAX_SECONDS]     STEP: smoke | probe | fa1 | fa2 | ncu | all
+#   scripts/gpu_run.sh STEP [MAX_SECONDS]
+#   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | ncu | ncu-tc | bench-tc | all
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step=${1:-all}
@@ -36,7 +37,11 @@ case $step in
     pm probe --out "$OUT/calibration.yaml" ;;
   fa1) measure fa1 examples/grids/$grids-fa1.yaml ;;
   fa2) measure fa2 examples/grids/$grids-fa2.yaml ;;
+  fa2_tc) measure fa2_tc examples/grids/$grids-fa2_tc.yaml ;;
+  sdpa-flash|sdpa-cudnn) measure $step examples/grids/$grids-sdpa.yaml ;;
   ncu) bash scripts/ncu_run.sh "$OUT" ;;
+  ncu-tc) bash scripts/ncu_run.sh "$OUT" fa2_tc:examples/grids/ncu-fa2_tc.yaml ;;
+  bench-tc) python3 scripts/fa2_tc_bench.py bench --out "$OUT/fa2_tc_vs_sdpa.json" ;;
   all)
     pm probe --out "$OUT/calibration.yaml"
     measure fa1 examples/grids/$grids-fa1.yaml

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Nsight Compute counters for a fixed set of configurations of each kernel (examples/grids/ncu.yaml), one
-# ncu report per configuration, exported to one CSV per kernel under $1 (default ./out).
+# Nsight Compute counters for a fixed set of configurations of each kernel, one ncu report per configuration,
+# exported to one CSV per kernel under $1 (default ./out).
+#   scripts/ncu_run.sh OUT [KERNEL:GRID ...]     default: fa1:examples/grids/ncu.yaml fa2:examples/grids/ncu.yaml
 # Clocks are left alone (--clock-control none); caches are flushed before each pass (--cache-control all).
+# Metrics this GPU's ncu does not know are dropped (listed in OUT/ncu_command.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-out}
+shift || true
+specs=("$@")
+[ ${#specs[@]} -eq 0 ] && specs=(fa1:examples/grids/ncu.yaml fa2:examples/grids/ncu.yaml)
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 export PERFMODEL_BUILD_DIR=${PERFMODEL_BUILD_DIR:-/tmp/perfmodel-build}
@@ -17,10 +22,16 @@ l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_confli
 smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,smsp__sass_thread_inst_executed_op_fadd_pred_on.sum,\
 smsp__sass_thread_inst_executed_op_fmul_pred_on.sum,smsp__inst_executed.sum,\
 l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,sm__warps_active.avg.pct_of_peak_sustained_active,\
-launch__registers_per_thread,launch__occupancy_limit_shared_mem,launch__waves_per_multiprocessor
-echo "$NCU --clock-control none --cache-control all --kernel-name regex:fa[12]_kernel --metrics $METRICS" > "$OUT/ncu_command.txt"
-for k in fa1 fa2; do
-  python3 -m perfmodel.measure.one --kernel $k --list examples/grids/ncu.yaml > "$OUT/ncu_$k.configs"
+launch__registers_per_thread,launch__occupancy_limit_shared_mem,launch__waves_per_multiprocessor,\
+smsp__inst_executed_pipe_tensor_op_hmma.sum,smsp__sass_inst_executed_op_ldsm.sum,\
+smsp__sass_inst_executed_op_ldgsts.sum,smsp__inst_executed_pipe_xu.sum,smsp__sass_inst_executed_op_shfl.sum
+# keep the metrics this ncu knows for this GPU
+known=$("$NCU" --query-metrics 2>/dev/null | awk '{print $1}')
+METRICS=$(echo "$METRICS" | tr ',' '\n' | while read -r m; do base=${m%.*}; echo "$known" | grep -qx "$base" && echo "$m"; done | paste -sd, -)
+echo "$NCU --clock-control none --cache-control all --kernel-name regex:KERNEL_kernel --launch-count 1 --metrics $METRICS" > "$OUT/ncu_command.txt"
+for spec in "${specs[@]}"; do
+  k=${spec%%:*}; grid=${spec#*:}
+  python3 -m perfmodel.measure.one --kernel $k --list "$grid" > "$OUT/ncu_$k.configs"
   first=1
   while read -r args; do
     rep="/tmp/ncu_${k}_$(echo "$args" | tr ' =' '__')"

@@ -15,7 +15,7 @@ from perfmodel.shape import DEFAULT_SIZES
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
 err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
 
-TILE_OPTIONS = ("Br", "Bc", "threads", "pad")
+TILE_OPTIONS = ("Br", "Bc", "threads", "pad", "warps")
 FIGURE_EXTS = (".png", ".svg", ".pdf")
 
 
@@ -63,6 +63,7 @@ def shape_options(sizes_help: str, require_n: bool = False):
 def tile_options(sizes_help: str, br_bc_default=None):
     def deco(f):
         opts = [
+            click.option("--warps", "warps", default=None, help=f"warps per block (fa2_tc){sizes_help}"),
             click.option("--pad", "pad", default=None, help=f"words of padding per shared row (fa2; default 1){sizes_help}"),
             click.option("--threads", "threads", default=None,
                          help=f"threads per block (fa2; default 128){sizes_help}"),

@@ -25,17 +25,18 @@ def _values(kw: dict) -> dict:
     return {a: sw.parse_values(a, v, lo=0 if a == "pad" else 1) for a, v in kw.items() if v is not None}
 
 
-def _run(gpu_name, kernel, cal_path, dtype, causal, kw):
+def _run(gpu_name, kernel, cal_path, dtype, causal, kw, explore=True):
     spec = api.load_gpu(gpu_name)
     values = _values(kw)
-    return spec, api.sweep(spec, kernel, calibration=cal_path, dtype=parse_dtype(dtype), causal=causal, **values)
+    return spec, api.sweep(spec, kernel, calibration=cal_path, dtype=parse_dtype(dtype), causal=causal,
+                           explore=explore, **values)
 
 
 @main.command()
 @gpu_option
 @kernel_option()
 @shape_options(RANGES)
-@tile_options(RANGES, br_bc_default="16,32,64,128")
+@tile_options(RANGES + "; default: the kernel's usual tiles")
 @click.option("--best", is_flag=True, help="for each problem, the fastest tile configuration that fits")
 @click.option("--csv", "as_csv", is_flag=True, help="every fitting configuration as CSV on stdout")
 @json_option
@@ -119,7 +120,7 @@ def bench(gpu_name, kernel, record_path):
 @gpu_option
 @kernel_option()
 @shape_options(RANGES)
-@tile_options(RANGES, br_bc_default="32")
+@tile_options(RANGES + "; default: the kernel's default tiles")
 @click.option("--measured", "measured_path", default=None, help="measured CSV: matching rows are drawn hollow")
 @click.option("-o", "out_path", required=True, help=".png, .svg or .pdf")
 @calibration_option
@@ -129,7 +130,7 @@ def roofline(gpu_name, kernel, dtype, causal, measured_path, out_path, cal_path,
     from perfmodel.evaluation import dataset, figures
 
     figure_path(out_path)
-    spec, res = _run(gpu_name, kernel, cal_path, dtype, causal, kw)
+    spec, res = _run(gpu_name, kernel, cal_path, dtype, causal, kw, explore=False)
     for p in res.unfit():
         err.print(f"skipped (does not fit {spec.key}): " + " ".join(f"{a}={v}" for a, v in p.items()))
     sets = dataset.load([measured_path]) if measured_path else []

@@ -104,13 +104,16 @@ class SweepResult:
 
 
 def run(gpu: GPUSpec, kernel: Kernel, cal: Calibration, values: dict, dtype: str = "fp32",
-        causal: bool = False) -> SweepResult:
-    """``values``: axis -> list of ints (tile fields absent or None take the kernel's default)."""
+        causal: bool = False, explore: bool = True) -> SweepResult:
+    """``values``: axis -> list of ints. A tile field not given takes the kernel's sweep values (``explore``) or
+    else its default."""
     axes = AXES + kernel.Tiles.fields()
-    defaults = kernel.default_tiles()
+    defaults = kernel.default_tiles(AttentionShape(*(values.get(a, [1])[0] for a in AXES), dtype, causal))
     vals = {}
     for a in axes:
         v = values.get(a)
+        if v is None and explore:
+            v = kernel.sweep_values(a)
         if v is None:
             dv = getattr(defaults, a, None)
             if dv is None:

@@ -29,6 +29,8 @@ class Calibration:
     sfu_lanes_per_clk: float         # MUFU (ex2) lanes per clock per SM
     launch_overhead_s: float         # fixed cost of a launch seen by CUDA events
     overlap_p: float                 # p of the p-norm joining latency and throughput times (large = max)
+    mma_cycles: float                # SM cycles per mma.sync m16n8k16 (fp16/bf16, fp32 accumulate) at the rate
+                                     # mma.sync sustains
     path_cycles: dict                # feature -> cycles per step on a warp's path (PATH_FEATURES)
     # kernel -> {"costs": {feature: cycles}, "training": {...}}: costs fitted to kernel timings on a declared
     # training split, for loop forms no microbenchmark covers; they replace path_cycles for that kernel only
@@ -51,8 +53,24 @@ class Calibration:
         return dataclasses.asdict(self)
 
 
+def spec_mma_cycles(gpu: GPUSpec) -> float:
+    """SM cycles per m16n8k16 (4096 FLOPs) from the datasheet's dense fp16 peak (fp32 accumulate), at the share of
+    that peak mma.sync sustains on the architecture (gpus/arch: Luo et al. measure 65% on Hopper, ~100% on
+    Ampere), at the SM clock the model runs at."""
+    from perfmodel.hw import arch
+
+    peak = gpu.tensor_flops("fp16")
+    if not peak:
+        return 1e9                                   # no tensor cores: a tensor instruction never runs
+    # the datasheet's peak is quoted at the tensor clock; per SM clock the rate is the architecture's
+    per_clk = peak / (gpu.sm_count * (gpu.clock_tensor_mhz or gpu.clock_boost_mhz) * 1e6)
+    return 4096 / per_clk / arch.value(gpu.sm, "mma_sync_fraction", 1.0)
+
+
 def from_spec(gpu: GPUSpec) -> Calibration:
     """Defaults from the spec sheet alone."""
+    from perfmodel.hw import arch
+
     return Calibration(
         source="spec",
         dram_bw_bps=gpu.dram_bw,
@@ -63,6 +81,7 @@ def from_spec(gpu: GPUSpec) -> Calibration:
         sfu_lanes_per_clk=float(gpu.sfu_ops_per_clk_per_sm),
         launch_overhead_s=gpu.launch_overhead_us * 1e-6 / 2,
         overlap_p=4.0,
+        mma_cycles=spec_mma_cycles(gpu),
         path_cycles={
             # two loads in flight per step, unrolled 4 ways: latency amortised over 4 steps, FFMAs dependent
             "dot": gpu.smem_latency_cycles / 4 + gpu.fp32_latency_cycles,
@@ -74,6 +93,10 @@ def from_spec(gpu: GPUSpec) -> Calibration:
             "sfu": gpu.sfu_latency_cycles,
             "gmem": gpu.l2_latency_cycles,
             "sync": 2 * gpu.smem_latency_cycles,
+            # m16n8k16 dependent-issue latency (Luo et al.: 24.6 on A100, 24.1 on H800); an estimate without one
+            "mma": arch.value(gpu.sm, "mma_latency_cycles", 32.0),
+            # estimate: a shuffle crosses the same crossbar as a shared load
+            "shfl": gpu.smem_latency_cycles,
         },
     )
 

@@ -31,6 +31,7 @@ _SCHEMA: dict[str, tuple[type, bool]] = {
     "tensor_bf16_tflops": (float, False),
     "tensor_tf32_tflops": (float, False),
     "tensor_fp8_tflops": (float, False),
+    "tensor_fp16_acc16_tflops": (float, False),   # fp16 inputs with fp16 accumulation, where it differs
     "dram_bytes": (int, True),
     "dram_bw_gbps": (float, True),
     "l2_bytes": (int, True),
@@ -120,6 +121,7 @@ class GPUSpec:
     tensor_bf16_tflops: float | None = None
     tensor_tf32_tflops: float | None = None
     tensor_fp8_tflops: float | None = None
+    tensor_fp16_acc16_tflops: float | None = None
     measured_dram_bw_gbps: float | None = None
     measured_l2_bw_gbps: float | None = None
     measured_fp32_tflops: float | None = None

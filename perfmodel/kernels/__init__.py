@@ -5,7 +5,7 @@ put its CUDA source in ``csrc/``, and import the module below. Nothing else name
 """
 
 from perfmodel.kernels.base import REGISTRY, ArchFacts, Kernel, Launch, Tiles, get, register
-from perfmodel.kernels import fa1, fa2  # noqa: F401  (registration)
+from perfmodel.kernels import fa1, fa2, fa2_tc, sdpa  # noqa: F401  (registration)
 
 DEFAULT = "fa1"              # the kernel of seed 000, which commands use when none is named
 

@@ -87,7 +87,7 @@ class Kernel(ABC):
     arch: dict = {}                        # "sm_90" -> ArchFacts
 
     # --- tiles ----------------------------------------------------------------------------------------
-    def make_tiles(self, **given) -> Tiles:
+    def make_tiles(self, shape: AttentionShape | None = None, **given) -> Tiles:
         """Validated scalar tiles from user values (None = the kernel's default). Naming a parameter the
         kernel does not have is an error, not silently ignored."""
         names = self.Tiles.fields()
@@ -95,7 +95,7 @@ class Kernel(ABC):
         if extra:
             raise InputError(f"kernel {self.name} has no tile parameter '{extra[0]}' (its tiles: "
                              f"{', '.join(names)})")
-        defaults = self.default_tiles()
+        defaults = self.default_tiles(shape)
         vals = {}
         for k in names:
             v = given.get(k)
@@ -107,11 +107,15 @@ class Kernel(ABC):
         return self.Tiles(**vals)
 
     def default_tiles(self, shape: AttentionShape | None = None) -> Tiles:
-        """The default tiles (None where the user must choose)."""
-        return self.Tiles(**{k: None for k in self.Tiles.fields()})
+        """The default tiles: the seed's 32 x 32 and the Tiles type's own defaults."""
+        return self.Tiles(**{"Br": 32, "Bc": 32})
 
     def tile_minimum(self, name: str) -> int:
         return 1
+
+    def sweep_values(self, name: str) -> list | None:
+        """The values a sweep tries for a tile field the user did not give (None: the default alone)."""
+        return [16, 32, 64, 128] if name in ("Br", "Bc") else None
 
     # --- problem support ------------------------------------------------------------------------------
     def check_shape(self, shape: AttentionShape) -> None:
@@ -128,6 +132,11 @@ class Kernel(ABC):
 
     @abstractmethod
     def smem_bytes(self, shape: AttentionShape, tiles: Tiles): ...
+
+    def resolve(self, gpu, shape: AttentionShape, tiles: Tiles) -> Tiles:
+        """The tiles the launch really uses on this GPU. Bundled kernels run what they are given; a library
+        kernel (PyTorch's) picks its own from the problem and the GPU, and overrides this."""
+        return tiles
 
     def facts(self, arch: str) -> tuple[ArchFacts, str | None]:
         """(facts, None) for an architecture with its own data, else (the nearest one's, a note saying so)."""

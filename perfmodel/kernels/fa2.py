@@ -196,9 +196,6 @@ class FA2(Kernel):
     def tile_minimum(self, name):
         return 0 if name == "pad" else 1
 
-    def default_tiles(self, shape=None):
-        return FA2Tiles(Br=None, Bc=None)
-
     def grid_blocks(self, shape, tiles):
         return arr(shape.B) * arr(shape.H) * cdiv(shape.N, tiles.Br)
 

@@ -63,8 +63,9 @@ def load(path: str | Path) -> dict:
         for k in s:
             _list(s, k, f"{path}: set {i}")
         for t in s.get("tiles", []):
-            if not isinstance(t, list) or len(t) != 2:
-                raise InputError(f"{path}: set {i}: each entry of 'tiles' must be a pair [Br, Bc], got {t!r}")
+            if not isinstance(t, list) or len(t) not in (2, 3):
+                raise InputError(f"{path}: set {i}: each entry of 'tiles' must be a pair [Br, Bc] or a triple "
+                                 f"[Br, Bc, third tile field], got {t!r}")
     if "budget_ms" in raw:
         b = raw["budget_ms"]
         if isinstance(b, bool) or not isinstance(b, (int, float)) or not b > 0 or b == float("inf"):
@@ -84,18 +85,23 @@ def expand(raw: dict, kernel: str) -> list[Config]:
                              f"{', '.join(k.Tiles.fields())})")
         lists = {a: s.get(a, default) for a, default in
                  dict(B=[1], H=[4], N=[512], d=[32], dtype=["fp32"], causal=[False]).items()}
-        if "tiles" in s:
-            pairs = [tuple(t) for t in s["tiles"]]
-        else:
-            pairs = list(itertools.product(s.get("Br", [32]), s.get("Bc", [32])))
         others = [f for f in k.Tiles.fields() if f not in ("Br", "Bc")]
+        if "tiles" in s:                            # [Br, Bc] or [Br, Bc, the kernel's third tile field]
+            if any(len(t) == 3 for t in s["tiles"]) and not others:
+                raise InputError(f"set {n_set}: kernel {kernel} has no third tile field")
+            triples = [tuple(t) + (None,) * (3 - len(t)) for t in s["tiles"]]
+        else:                                       # not given: the kernel's default tiles for each shape
+            triples = [(a, b, None) for a, b in itertools.product(s.get("Br", [None]), s.get("Bc", [None]))]
         other_lists = [s.get(f, [None]) for f in others]
-        for B, H, N, d, dt, causal, (Br, Bc), *rest in itertools.product(
-                lists["B"], lists["H"], lists["N"], lists["d"], lists["dtype"], lists["causal"], pairs,
+        for B, H, N, d, dt, causal, (Br, Bc, third), *rest in itertools.product(
+                lists["B"], lists["H"], lists["N"], lists["d"], lists["dtype"], lists["causal"], triples,
                 *other_lists):
             shape = make_shape(B, H, N, d, dt, causal)
             k.check_shape(shape)
-            cfg = Config(kernel, shape, k.make_tiles(Br=Br, Bc=Bc, **dict(zip(others, rest))))
+            extra = dict(zip(others, rest))
+            if third is not None:
+                extra[others[0]] = third
+            cfg = Config(kernel, shape, k.make_tiles(shape, Br=Br, Bc=Bc, **extra))
             if cfg not in seen:
                 seen.add(cfg)
                 out.append(cfg)

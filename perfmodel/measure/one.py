@@ -25,7 +25,7 @@ def main() -> None:
         return
     p = dict(kv.split("=") for kv in a.params)
     shape = make_shape(*(p.pop(x) for x in AXES), dtype=p.pop("dtype", "fp32"), causal=p.pop("causal", "0") == "1")
-    tiles = k.make_tiles(**p)
+    tiles = k.make_tiles(shape, **p)
     from perfmodel.measure import build, runner
     torch = build.require_torch()
     r = k.runner(torch, build.load(), shape, tiles)

@@ -171,8 +171,14 @@ class Fp32Runner:
         return bool(self.torch.isnan(self.Obuf[-self.guard:]).all().item())
 
 
+REFERENCE_FLOPS = 2e11      # above this, the float64 reference is computed for a sample of heads (all are checked
+                            # for unwritten elements)
+
+
 def check_correct(torch, runner, seed: int) -> float:
-    """Relative error ||O - ref|| / ||ref|| on fresh random inputs, after poisoning the output."""
+    """Relative error ||O - ref|| / ||ref|| on fresh random inputs, after poisoning the output. Every element of O
+    must be written (no NaN left) and the guard behind it intact; for problems above REFERENCE_FLOPS the float64
+    reference covers the first and last head and 6 random ones."""
     Q, K, V = runner.inputs(seed)
     runner.poison()
     runner.setup()
@@ -180,8 +186,17 @@ def check_correct(torch, runner, seed: int) -> float:
     torch.cuda.synchronize()
     if not runner.guard_intact():
         raise InputError("the kernel wrote past the end of its output")
+    if bool(torch.isnan(runner.O).any().item()):
+        return float("inf")                      # an element was not written (or is NaN)
+    B, H, N, d = Q.shape
+    O = runner.O
+    if 4.0 * B * H * N * N * d > REFERENCE_FLOPS and B * H > 8:
+        g = np.random.default_rng(seed)
+        heads = sorted({0, B * H - 1, *g.choice(B * H, 6, replace=False).tolist()})
+        pick = lambda t: t.reshape(B * H, 1, N, d)[heads]
+        Q, K, V, O = pick(Q), pick(K), pick(V), pick(O)
     ref = reference(torch, Q, K, V, causal=bool(runner.shape.causal))
-    err = torch.linalg.vector_norm(runner.O.double() - ref) / torch.linalg.vector_norm(ref)
+    err = torch.linalg.vector_norm(O.double() - ref) / torch.linalg.vector_norm(ref)
     e = float(err.item())
     return e if math.isfinite(e) else float("inf")
 
@@ -219,8 +234,9 @@ def measure(configs: list[Config], out: Path, spec: GPUSpec | None, flush: bool 
             smem = int(kern.smem_bytes(cfg.shape, cfg.tiles))
             threads = int(cfg.tiles.threads)
             reason = detail = None
-            if smem > props.shared_memory_per_block_optin or threads > 1024:
-                reason, detail = "no-fit", f"{smem} B shared, {threads} threads"
+            why = kern.why_not(spec, cfg.shape, cfg.tiles) if spec is not None else None
+            if smem > props.shared_memory_per_block_optin or threads > 1024 or why:
+                reason, detail = "no-fit", why or f"{smem} B shared, {threads} threads"
             elif spec is not None:
                 pred_ms = float(engine.evaluate(spec, kern, cfg.shape, cfg.tiles, cal).time_s) * 1e3
                 if pred_ms > budget_ms:
@@ -244,10 +260,11 @@ def measure(configs: list[Config], out: Path, spec: GPUSpec | None, flush: bool 
             Q, K, V = runner.inputs(seed + 1)
             attrs = runner.attributes()
             runner.setup()
-            runner.launch(Q, K, V)          # warm the clocks before the first reading
+            getattr(runner, "timed_launch", runner.launch)(Q, K, V)    # warm the clocks before the first reading
             torch.cuda.synchronize()
             before = clock.sm_mhz()
-            t = bencher.run(lambda: runner.launch(Q, K, V), setup=runner.setup, min_runs=min_runs)
+            timed = getattr(runner, "timed_launch", runner.launch)   # without a check-only output copy
+            t = bencher.run(lambda: timed(Q, K, V), setup=runner.setup, min_runs=min_runs)
             after = clock.sm_mhz()
             rows.add(dict(key, median_ms=f"{t.median_ms:.6g}", p20_ms=f"{t.p20_ms:.6g}", p80_ms=f"{t.p80_ms:.6g}",
                           n_runs=t.n_runs, rel_err=f"{err:.3g}", regs_per_thread=attrs["regs_per_thread"],

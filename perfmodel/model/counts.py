@@ -32,6 +32,8 @@ PATH_FEATURES = {
     "sfu": "another dependent MUFU instruction",
     "gmem": "a global-memory round trip",
     "sync": "a __syncthreads",
+    "mma": "a dependent tensor-core step (mma.sync m16n8k16)",
+    "shfl": "a dependent warp shuffle",
 }
 
 
@@ -43,6 +45,7 @@ class Counts:
     cmp: object = 0          # max / compare
     add: object = 0          # adds and subtracts
     mul: object = 0          # multiplies, divides and reciprocals
+    tensor_fma: object = 0   # multiply-adds done by tensor cores (m16n8k16: 2048 each)
     # --- warp-level instructions (issued warp instructions, any number of active lanes) ------------------
     warp_fp32: object = 0    # FFMA, FADD, FMUL, FMNMX on the FP32 pipe
     warp_sfu: object = 0     # MUFU (ex2, rcp)
@@ -51,6 +54,10 @@ class Counts:
     warp_ldg: object = 0     # global loads
     warp_stg: object = 0     # global stores
     warp_other: object = 0   # integer / address / loop-control instructions
+    warp_mma: object = 0     # mma.sync m16n8k16 (tensor pipe)
+    warp_ldsm: object = 0    # ldmatrix .x4 (512 B from shared memory, 4 wavefronts when conflict-free)
+    warp_ldgsts: object = 0  # cp.async 16-byte copies, one per lane (512 B into shared memory per warp)
+    warp_shfl: object = 0    # warp shuffles
     # --- shared memory ---------------------------------------------------------------------------------
     smem_ld_bytes: object = 0
     smem_st_bytes: object = 0
@@ -75,6 +82,8 @@ class Counts:
     path_sfu: object = 0
     path_gmem: object = 0
     path_sync: object = 0
+    path_mma: object = 0
+    path_shfl: object = 0
 
     # ---------------------------------------------------------------------------------------------------
     def __add__(self, other: "Counts") -> "Counts":
@@ -88,8 +97,8 @@ class Counts:
 
     @property
     def flops(self):
-        """FLOPs as commonly counted: FMA = 2, every other arithmetic operation = 1."""
-        return 2 * self.fma + self.exp + self.cmp + self.add + self.mul
+        """FLOPs as executed and commonly counted: FMA = 2 (tensor-core ones too), every other operation = 1."""
+        return 2 * (self.fma + self.tensor_fma) + self.exp + self.cmp + self.add + self.mul
 
     @property
     def smem_wavefronts(self):
@@ -101,8 +110,8 @@ class Counts:
 
     @property
     def smem_ideal_wavefronts(self):
-        """Wavefronts without bank conflicts: one per 32-bit warp instruction."""
-        return self.warp_lds + self.warp_sts
+        """Wavefronts without bank conflicts: one per 32-bit warp instruction, four per 512-byte one."""
+        return self.warp_lds + self.warp_sts + 4 * (self.warp_ldsm + self.warp_ldgsts)
 
     @property
     def bank_conflicts(self):
@@ -116,7 +125,8 @@ class Counts:
     @property
     def warp_instructions(self):
         return (self.warp_fp32 + self.warp_sfu + self.warp_lds + self.warp_sts + self.warp_ldg
-                + self.warp_stg + self.warp_other)
+                + self.warp_stg + self.warp_other + self.warp_mma + self.warp_ldsm + self.warp_ldgsts
+                + self.warp_shfl)
 
     def to_dict(self) -> dict:
         return {f.name: np.asarray(getattr(self, f.name)).tolist() for f in dataclasses.fields(self)}

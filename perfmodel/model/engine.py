@@ -59,6 +59,7 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
     """Predict every configuration of (shape, tiles), which broadcast together. No fit check: callers that
     need one ask ``kernel.fits`` / ``kernel.why_not`` (a sweep keeps the non-fitting cells and masks them)."""
     facts, note = kernel.facts(gpu.sm)
+    tiles = kernel.resolve(gpu, shape, tiles)
     launch = kernel.launch(shape, tiles, gpu.sm, regs=regs)
     c = kernel.counts(shape, tiles, facts)
     bpsm = occupancy.blocks_per_sm(gpu, launch.threads, launch.regs, launch.smem_bytes)

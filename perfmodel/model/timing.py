@@ -42,6 +42,7 @@ class ChipResource:
 
 
 SM_RESOURCES = (
+    SMResource("tensor", lambda c: c.warp_mma, lambda g, cal: cal.mma_cycles, True),
     SMResource("fp32", lambda c: c.warp_fp32, lambda g, cal: g.warp_size / cal.fp32_lanes_per_clk, True),
     SMResource("sfu", lambda c: c.warp_sfu, lambda g, cal: g.warp_size / cal.sfu_lanes_per_clk, True),
     SMResource("issue", lambda c: c.warp_instructions, lambda g, cal: 1 / g.schedulers_per_sm, True),

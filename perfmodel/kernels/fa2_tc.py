@@ -1,0 +1,204 @@
+"""fa2_tc: the bundled tensor-core FlashAttention-2 forward (csrc/fa2_tc.cu), fp16/bf16 in, fp32 accumulation.
+
+The loop nest (the .cu file's header states it in full): one block of W warps per (Q tile of Br rows, b, h); warp
+w owns Br/W = 16*MT query rows (MT = 1 or 2) and reads every K/V tile. Per KV tile of Bc keys, per warp:
+
+    S = Q K^T       MT*Bc*d/128 mma.m16n8k16, Bc*d/256 ldmatrix.x4 (K), MT*d/16 ldmatrix.x4 (Q; none when
+                    MT = 1 and d <= 128: Q is then held in registers)
+    softmax         per thread 4*MT*NS FMNMX, 4*MT shuffles (row max over the quad), 2*MT + 4*MT*NS MUFU.EX2,
+                    4*MT*NS FFMA (scale and subtract), 4*MT*NS FADD (row sums), 4*MT*(d/8) FMUL (O *= alpha),
+                    2*MT*NS conversions to 16-bit pairs (NS = Bc/8)
+    O += P V        MT*Bc*d/128 mma.m16n8k16, Bc*d/256 ldmatrix.x4.trans (V)
+    per block       Bc*d/128 cp.async 16-byte warp instructions for K and V (2*Bc*d*2 bytes), 2 __syncthreads
+
+KV tiles per block: ceil(N/Bc); causal: ceil(min(N, q0 + Br)/Bc) (tiles above the diagonal skipped), the diagonal
+and ragged tiles masked. The XOR swizzle makes every ldmatrix and cp.async phase conflict-free: 4 wavefronts per
+512-byte warp instruction. Instructions beyond these (addresses, loop control, masking) are per-architecture
+estimates until read off the SASS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfmodel.kernels.base import ArchFacts, Kernel, Tiles, register
+from perfmodel.kernels.common import arr, cdiv
+from perfmodel.model.counts import Counts
+
+# (d, Br, Bc, warps) compiled in csrc/fa2_tc.cu (kFa2TcInstances); tests/test_fa2_tc_model.py checks the two agree
+INSTANCES = (
+    (32, 128, 128, 4), (32, 128, 64, 4), (32, 64, 64, 4), (32, 128, 64, 8),
+    (64, 128, 128, 4), (64, 128, 64, 4), (64, 128, 32, 4), (64, 64, 64, 4), (64, 64, 128, 4), (64, 128, 64, 8),
+    (64, 128, 128, 8),
+    (128, 128, 64, 4), (128, 128, 32, 4), (128, 64, 64, 4), (128, 64, 128, 4), (128, 64, 32, 4), (128, 128, 64, 8),
+    (128, 128, 128, 8),
+    (256, 64, 64, 4), (256, 64, 32, 4), (256, 128, 64, 8),
+)
+# The fastest measured instance per head dimension on the H100 (the kernel's default tiles).
+DEFAULTS = {32: (128, 64, 4), 64: (128, 128, 4), 128: (128, 64, 4), 256: (64, 64, 4)}
+
+ARCH = {
+    # registers per thread differ per instance (cudaFuncGetAttributes records them with every measured row);
+    # this is the d = 128, 128 x 64, 4-warp instance's. Overheads: estimates until read off the SASS.
+    "sm_90": ArchFacts(regs=255, source="estimate (see the measured rows' regs_per_thread)",
+                       overheads={"tile": 60, "kstep": 2, "mask_elem": 1}),
+}
+
+
+@dataclass(frozen=True)
+class FA2TCTiles(Tiles):
+    """Br query rows and Bc keys per tile, ``warps`` warps per block (each owning Br/warps rows)."""
+
+    warps: object = 4
+
+    @property
+    def threads(self):
+        return 32 * np.asarray(self.warps)
+
+    @classmethod
+    def from_columns(cls, cols):
+        return cls(Br=cols["Br"], Bc=cols["Bc"], warps=np.asarray(cols["threads"]) // 32)
+
+
+def floor_sum(n, m, a, b):
+    """sum_{i=0}^{n-1} floor((a*i + b) / m), vectorised (the standard Euclid-like reduction)."""
+    n, m, a, b = (np.array(np.broadcast_to(arr(x), np.broadcast_shapes(*(np.shape(y) for y in (n, m, a, b)))))
+                  for x in (n, m, a, b))
+    ans = np.zeros_like(n)
+    live = n > 0
+    while live.any():
+        q = np.where(live, a // m, 0)
+        ans += np.where(live, (n - 1) * n // 2 * q, 0)
+        a = np.where(live, a % m, a)
+        q = np.where(live, b // m, 0)
+        ans += np.where(live, n * q, 0)
+        b = np.where(live, b % m, b)
+        y = a * n + b
+        live = live & (y >= m)
+        n, b, m, a = np.where(live, y // m, n), np.where(live, y % m, b), np.where(live, a, m), np.where(live, m, a)
+    return ans
+
+
+def kv_tiles(N, Br, Bc, causal: bool):
+    """(KV tiles summed over a head's Q-tile blocks, Q-tile blocks per head)."""
+    Tr, Tc = cdiv(N, Br), cdiv(N, Bc)
+    if not causal:
+        return Tr * Tc, Tr
+    # blocks 0..Tr-2 see keys < (i+1)*Br: ceil((i+1)*Br/Bc) tiles; the last block sees all N keys
+    inner = floor_sum(Tr - 1, arr(Bc), arr(Br), arr(Br) + arr(Bc) - 1)
+    return inner + Tc, Tr
+
+
+def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None, splits=1):
+    """Counts of one head of an FA2-structured tensor-core forward (this kernel, or FlashAttention-2 itself with
+    ``q_in_registers=False``). ``splits`` > 1: split-KV, each Q tile's key range cut into that many blocks."""
+    N, d, Br, Bc, W, splits = (arr(x) for x in (N, d, Br, Bc, W, splits))
+    MT = Br // W // 16
+    NS, KQ, NO, KP = Bc // 8, d // 16, d // 8, Bc // 16
+    qreg = ((MT == 1) & (d <= 128)) if q_in_registers is None else np.asarray(q_in_registers)
+    tiles_h, qblocks_h = kv_tiles(N, Br, Bc, causal)
+    blocks_h = qblocks_h * splits
+    # tiles that need masking: the ragged last key tile of each block, and (causal) those crossing the diagonal
+    ragged = (N % Bc > 0).astype(np.int64) * blocks_h
+    diag = (cdiv(Br, Bc) + (Br % Bc > 0)) * blocks_h if causal else 0
+    masked_h = np.minimum(tiles_h, ragged + diag)
+    # per warp per KV tile
+    mma = 2 * MT * Bc * d // 128
+    ldsm = 2 * (Bc * d // 256) + np.where(qreg, 0, MT * KQ)
+    sfu = 4 * MT * NS + 2 * MT
+    fp32 = 4 * MT * NS * 3 + 4 * MT * NO + 2 * MT * NS + 8 * MT
+    shfl = 4 * MT
+    other = o["tile"] + o["kstep"] * (KQ + KP)
+    per_block_tile_copies = Bc * d * dtype_bytes * 2 // 512            # K and V, 512 B per warp instruction
+    # per head
+    warp_tiles = tiles_h * W
+    prologue_copies = blocks_h * (Br * d * dtype_bytes // 512 + np.where(qreg, KQ * 0, 0))
+    epilogue_stg = blocks_h * Br * d * dtype_bytes // 512               # 16-byte stores, 32 lanes
+    ldgsts = tiles_h * per_block_tile_copies + prologue_copies
+    ldsm_h = warp_tiles * ldsm + blocks_h * W * np.where(qreg, KQ, 0)
+    nd = N * d * dtype_bytes
+    # the latency path of one block (average over the head's blocks): per KV tile, the QK^T accumulation chain
+    # (KQ dependent mma steps), the row max (2 shuffles after a chain of 2*NS FMNMX), the exponentials, the row
+    # sum and the PV chain (KP steps); two barriers; the first K/V tile's global round trip
+    tiles_b = tiles_h / blocks_h
+    return Counts(
+        tensor_fma=tiles_h * 2 * Br * Bc * d,
+        exp=tiles_h * Br * Bc + tiles_h * Br, cmp=tiles_h * Br * Bc, add=tiles_h * Br * Bc,
+        mul=tiles_h * Br * (Bc + d), fma=0 * N,
+        warp_mma=warp_tiles * mma, warp_ldsm=ldsm_h, warp_ldgsts=ldgsts, warp_shfl=warp_tiles * shfl,
+        warp_sfu=warp_tiles * sfu, warp_fp32=warp_tiles * fp32 + masked_h * W * 4 * MT * NS * o["mask_elem"],
+        warp_other=warp_tiles * other, warp_stg=epilogue_stg,
+        smem_ld_wavefronts=4 * ldsm_h, smem_ld_bytes=512 * ldsm_h,
+        smem_st_wavefronts=4 * ldgsts, smem_st_bytes=512 * ldgsts,
+        gld_sectors=ldgsts * 16,
+        l2_read_bytes=blocks_h * Br * d * dtype_bytes + tiles_h * 2 * Bc * d * dtype_bytes, l2_write_bytes=nd,
+        dram_read_once=3 * nd, dram_read_reuse=np.maximum(tiles_h * 2 * Bc * d * dtype_bytes - 2 * nd, 0),
+        reuse_live_bytes=2 * nd, dram_write_once=nd,
+        path_mma=tiles_b * (KQ + KP), path_fp32=tiles_b * (4 * NS + 4), path_shfl=tiles_b * 2,
+        path_sfu=tiles_b * 2, path_sync=tiles_b * 2 + 1, path_gmem=1 + 0 * N,
+    )
+
+
+class FA2TC(Kernel):
+    name = "fa2_tc"
+    description = ("FlashAttention-2 forward on tensor cores (mma.sync m16n8k16, ldmatrix, cp.async, swizzled "
+                   "shared tiles), fp16/bf16 with fp32 accumulation, causal or not")
+    source = "fa2_tc.cu"
+    dtypes = ("fp16", "bf16")
+    causal = True
+    Tiles = FA2TCTiles
+    arch = ARCH
+
+    def default_tiles(self, shape=None):
+        if shape is not None and int(np.asarray(shape.d)) in DEFAULTS:
+            Br, Bc, w = DEFAULTS[int(np.asarray(shape.d))]
+            return FA2TCTiles(Br, Bc, w)
+        return FA2TCTiles(Br=128, Bc=64, warps=4)
+
+    def sweep_values(self, name):
+        col = {"Br": 1, "Bc": 2, "warps": 3}.get(name)
+        return None if col is None else sorted({i[col] for i in INSTANCES})
+
+    def grid_blocks(self, shape, tiles):
+        return arr(shape.B) * arr(shape.H) * cdiv(shape.N, tiles.Br)
+
+    def smem_bytes(self, shape, tiles):
+        return (arr(tiles.Br) + 2 * arr(tiles.Bc)) * arr(shape.d) * 2
+
+    def constraints(self, gpu, shape, tiles):
+        d, Br, Bc, W = (arr(x) for x in (shape.d, tiles.Br, tiles.Bc, tiles.warps))
+        compiled = np.zeros(np.broadcast_shapes(d.shape, Br.shape, Bc.shape, W.shape), bool)
+        for inst in INSTANCES:
+            compiled |= (d == inst[0]) & (Br == inst[1]) & (Bc == inst[2]) & (W == inst[3])
+        listing = "; ".join(f"d={i[0]}: {i[1]}x{i[2]}/{i[3]}w" for i in INSTANCES)
+        return [(compiled, f"no compiled instance for {{tiles}} (compiled: {listing})")]
+
+    def head_counts(self, shape, tiles, facts):
+        return head_counts_fa2(shape.N, shape.d, tiles.Br, tiles.Bc, tiles.warps, shape.causal,
+                               shape.element_bytes, facts.overheads)
+
+    def runner(self, torch, ext, shape, tiles):
+        from perfmodel.measure.runner import Fp32Runner
+
+        class Runner(Fp32Runner):
+            tolerance = {"fp16": 2e-3, "bf16": 1.5e-2}[shape.dtype]   # relative Frobenius error vs float64
+
+            def torch_dtype(self):
+                return {"fp16": torch.float16, "bf16": torch.bfloat16}[shape.dtype]
+
+            def launch(self, Q, K, V):
+                ext.fa2_tc_forward(Q, K, V, self.O, int(tiles.Br), int(tiles.Bc), int(tiles.warps),
+                                   bool(shape.causal))
+
+            def attributes(self):
+                args = (int(shape.d), int(tiles.Br), int(tiles.Bc), int(tiles.warps), shape.dtype)
+                a = ext.fa2_tc_attributes(*args)
+                a["cuda_blocks_per_sm"] = ext.fa2_tc_max_blocks_per_sm(*args)
+                return a
+
+        return Runner(torch, shape)
+
+
+KERNEL = register(FA2TC())

@@ -1,0 +1,188 @@
+"""PyTorch's fused attention kernels as presets that describe their loop nest: nothing is fitted to their timings.
+
+* ``sdpa-flash``: ``scaled_dot_product_attention``'s flash backend, PyTorch's vendored FlashAttention-2
+  (aten/src/ATen/native/transformers/cuda/flash_attn/, read at pytorch/pytorch@04ff5be). Its tiles come from
+  ``run_mha_fwd_hdim{32..256}`` in flash_fwd_launch_template.h: by head dimension, causal, and whether the GPU is
+  sm8x with x > 0 (RTX 3090/4090: smaller tiles); and from ``set_params_splitkv`` in flash_api.cpp: when
+  B*H*ceil(N/64) < 0.8 * 2 * SMs, the split-KV kernel (64 x {256, 128, 64} tiles, 4 warps) runs with
+  ``num_splits_heuristic``'s split count. The loop nest is FlashAttention-2's: the same structure as fa2_tc, with
+  Q re-read from shared memory at every k-step (``Is_Q_in_regs = false``).
+* ``sdpa-cudnn``: the cuDNN backend, closed source. Assumed a Hopper FlashAttention-3-class kernel: FA3's tiles
+  (hopper/tile_size.h: d=64 192x192 (causal 192x128), d=128 128x176 (causal 128x128), d=256 128x80) and
+  warpgroup MMAs at the wgmma rate; the loop nest is otherwise counted as FA2's. These assumptions are stated in
+  the README; they are the model's, not NVIDIA's.
+
+``--Br/--Bc`` override a preset's tiles; the split count is always the library's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfmodel.kernels.base import ArchFacts, Kernel, Tiles, register
+from perfmodel.kernels.common import arr, cdiv
+from perfmodel.kernels.fa2_tc import FA2TCTiles, head_counts_fa2
+
+HEAD_DIMS = (32, 64, 96, 128, 160, 192, 224, 256)       # HEADDIM_SWITCH rounds d up to one of these
+
+
+def fa2_preset(d: int, causal: bool, sm: str, smem_optin: int, smem_per_sm: int) -> tuple[int, int, int]:
+    """(Br, Bc, warps) of FlashAttention-2's forward kernel (no dropout), as run_mha_fwd_hdim* choose them."""
+    hd = next((h for h in HEAD_DIMS if d <= h), 256)
+    sm8x = sm.startswith("sm_8") and sm != "sm_80"
+    if hd in (32, 64):
+        return 128, 128, 4
+    if hd == 96:
+        return (64, 64, 4) if sm8x and causal else (128, 64, 4)
+    if hd == 128:
+        if sm8x:
+            return (64, 64, 4) if causal else (128, 32, 4)
+        return 128, 64, 4
+    if hd == 160:
+        if sm8x:
+            return (64, 64, 4) if causal else (128, 64, 8)
+        return 128, 32, 4
+    if hd == 192:
+        return 128, 64, 8
+    if hd == 224:
+        return (128, 64, 8) if smem_optin >= 2 * hd * (128 + 2 * 64) else (64, 64, 4)
+    big = smem_optin >= 2 * hd * (128 + 2 * 64) and smem_per_sm < 4 * hd * (64 + 2 * 64)
+    return (128, 64, 8) if big else (64, 64, 4)
+
+
+def num_splits(batch_nheads_mblocks, num_sms: int, num_n_blocks, max_splits: int = 128):
+    """flash_api.cpp's num_splits_heuristic, vectorised: 1 when the grid nearly fills the GPU, else the fewest
+    splits whose wave efficiency is within 85% of the best."""
+    bnm = np.asarray(batch_nheads_mblocks, dtype=np.int64)
+    nnb = np.asarray(num_n_blocks, dtype=np.int64)
+    bnm, nnb = np.broadcast_arrays(bnm, nnb)
+    limit = np.minimum(np.minimum(max_splits, num_sms), nnb)
+    effs = []
+    for s in range(1, max_splits + 1):
+        eligible = (s == 1) | (cdiv(nnb, s) != cdiv(nnb, max(s - 1, 1)))
+        waves = bnm * s / num_sms
+        eff = np.where(eligible & (s <= limit), waves / np.ceil(waves), 0.0)
+        effs.append(eff)
+    effs = np.stack(effs)
+    best = effs.max(axis=0)
+    ok = effs >= 0.85 * best
+    first = np.argmax(ok, axis=0) + 1
+    return np.where(bnm >= 0.8 * num_sms, 1, np.where(ok.any(axis=0), first, 1))
+
+
+@dataclass(frozen=True)
+class SDPATiles(FA2TCTiles):
+    """The library's tiles (its preset unless given) and the split-KV count it chooses (resolved per GPU)."""
+
+    splits: object = 1
+
+    @classmethod
+    def from_columns(cls, cols):
+        return cls(Br=cols["Br"], Bc=cols["Bc"], warps=np.asarray(cols["threads"]) // 32)
+
+    @classmethod
+    def fields(cls):
+        return ("Br", "Bc", "warps")
+
+
+class _SDPA(Kernel):
+    dtypes = ("fp16", "bf16")
+    causal = True
+    Tiles = SDPATiles
+    arch = {"sm_90": ArchFacts(regs=255, source="estimate: FA2's kernels run at 255 registers",
+                               overheads={"tile": 60, "kstep": 2, "mask_elem": 1})}
+    backend = ""
+
+    def preset(self, gpu, d, causal):
+        raise NotImplementedError
+
+    def default_tiles(self, shape=None):
+        d = int(np.asarray(shape.d)) if shape is not None else 128
+        causal = bool(shape.causal) if shape is not None else False
+        Br, Bc, w = self.preset(None, d, causal)
+        return SDPATiles(Br, Bc, w)
+
+    def sweep_values(self, name):
+        return None
+
+    def grid_blocks(self, shape, tiles):
+        return arr(shape.B) * arr(shape.H) * cdiv(shape.N, tiles.Br) * arr(tiles.splits)
+
+    def smem_bytes(self, shape, tiles):
+        return (arr(tiles.Br) + 2 * arr(tiles.Bc)) * arr(shape.d) * 2
+
+    def head_counts(self, shape, tiles, facts):
+        return head_counts_fa2(shape.N, shape.d, tiles.Br, tiles.Bc, tiles.warps, shape.causal, shape.element_bytes,
+                               facts.overheads, q_in_registers=False, splits=tiles.splits)
+
+    def runner(self, torch, ext, shape, tiles):
+        from perfmodel.measure.runner import Fp32Runner
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        backend = getattr(SDPBackend, self.backend)
+        F = torch.nn.functional
+
+        class Runner(Fp32Runner):
+            tolerance = {"fp16": 2e-3, "bf16": 1.5e-2}[shape.dtype]
+
+            def torch_dtype(self):
+                return {"fp16": torch.float16, "bf16": torch.bfloat16}[shape.dtype]
+
+            def launch(self, Q, K, V):
+                with sdpa_kernel([backend]):
+                    out = F.scaled_dot_product_attention(Q, K, V, is_causal=bool(shape.causal))
+                self.O.copy_(out)                  # the check reads O; timing uses timed_launch
+
+            def timed_launch(self, Q, K, V):
+                with sdpa_kernel([backend]):
+                    F.scaled_dot_product_attention(Q, K, V, is_causal=bool(shape.causal))
+
+            def attributes(self):
+                return {"regs_per_thread": "", "local_bytes": "", "cuda_blocks_per_sm": ""}
+
+        return Runner(torch, shape)
+
+
+class SDPAFlash(_SDPA):
+    name = "sdpa-flash"
+    description = "PyTorch SDPA's flash backend (vendored FlashAttention-2): its tile table and split-KV heuristic"
+    backend = "FLASH_ATTENTION"
+
+    def preset(self, gpu, d, causal):
+        sm = gpu.sm if gpu is not None else "sm_90"
+        optin = gpu.smem_per_block_optin_bytes if gpu is not None else 232448
+        per_sm = gpu.smem_per_sm_bytes if gpu is not None else 233472
+        return fa2_preset(d, causal, sm, optin, per_sm)
+
+    def resolve(self, gpu, shape, tiles):
+        """The split-KV kernel when the grid is small (set_params_splitkv: 64-row tiles, 4 warps)."""
+        d = arr(shape.d)
+        block_n = np.where(d <= 64, 256, np.where(d <= 128, 128, 64))
+        bnm = arr(shape.B) * arr(shape.H) * cdiv(shape.N, 64)
+        s = num_splits(bnm, 2 * gpu.sm_count, cdiv(shape.N, block_n))
+        split = s > 1
+        return SDPATiles(Br=np.where(split, 64, tiles.Br), Bc=np.where(split, block_n, tiles.Bc),
+                         warps=np.where(split, 4, tiles.warps), splits=s)
+
+
+class SDPACudnn(_SDPA):
+    name = "sdpa-cudnn"
+    description = ("PyTorch SDPA's cuDNN backend, modelled as a FlashAttention-3-class Hopper kernel (FA3's tiles; "
+                   "assumptions in the README)")
+    backend = "CUDNN_ATTENTION"
+    # FA3-class kernels cap registers with setmaxnreg (FA3: 240 for 2 consumer warpgroups, 160 for 3); the
+    # block-average 168 lets 384 threads fit a 64 K register file, as FA3's budgets do (reference/tensorcore.md)
+    arch = {"sm_90": ArchFacts(regs=168, source="estimate from FA3's register budgets",
+                               overheads={"tile": 60, "kstep": 2, "mask_elem": 1})}
+
+    def preset(self, gpu, d, causal):
+        if d <= 64:
+            return (192, 128, 12) if causal else (192, 192, 12)
+        if d <= 128:
+            return (128, 128, 8) if causal else (128, 176, 8)
+        return 128, 80, 8
+
+
+KERNELS = (register(SDPAFlash()), register(SDPACudnn()))
