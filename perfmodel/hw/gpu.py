@@ -174,7 +174,7 @@ def builtin_dir() -> Path:
     try:
         return Path(str(resources.files("perfmodel.gpus")))
     except ModuleNotFoundError:
-        return Path(__file__).resolve().parent.parent / "gpus"
+        return Path(__file__).resolve().parents[2] / "gpus"
 
 
 def builtin_specs() -> dict[str, Path]:
