@@ -1,0 +1,107 @@
+"""The tensor-core kernel models without a GPU: the instance table matches the CUDA source, the causal tile count
+and the split-KV heuristic match literal loops, and the library presets follow FlashAttention-2's tables."""
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfmodel import api
+from perfmodel.errors import InputError
+from perfmodel.kernels import fa2_tc, get, sdpa
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_instances_match_the_cuda_source():
+    src = (ROOT / "perfmodel/kernels/csrc/fa2_tc.cu").read_text()
+    table = src[src.index("kFa2TcInstances[]"):]
+    table = table[:table.index("};")]
+    compiled = {tuple(map(int, m)) for m in re.findall(r"FA2TC_INST\((\d+),\s*(\d+),\s*(\d+),\s*(\d+)\)", table)}
+    assert compiled == set(fa2_tc.INSTANCES)
+    for d, (Br, Bc, w) in fa2_tc.DEFAULTS.items():
+        assert (d, Br, Bc, w) in compiled
+
+
+@pytest.mark.parametrize("N", [1, 7, 64, 100, 128, 129, 1000, 4096, 5000])
+@pytest.mark.parametrize("Br,Bc", [(128, 64), (64, 128), (128, 128), (64, 32), (48, 40), (128, 176)])
+def test_causal_tile_count_equals_a_literal_loop(N, Br, Bc):
+    literal = sum(math.ceil(min(N, (i + 1) * Br) / Bc) for i in range(math.ceil(N / Br)))
+    got, blocks = fa2_tc.kv_tiles(N, Br, Bc, True)
+    assert int(got) == literal and int(blocks) == math.ceil(N / Br)
+    assert int(fa2_tc.kv_tiles(N, Br, Bc, False)[0]) == math.ceil(N / Br) * math.ceil(N / Bc)
+
+
+def test_floor_sum_is_vectorised_and_exact():
+    rng = np.random.default_rng(1)
+    n, m, a, b = (rng.integers(0, 50, 200) for _ in range(4))
+    m = m + 1
+    got = fa2_tc.floor_sum(n, m, a, b)
+    want = [sum((int(a_) * i + int(b_)) // int(m_) for i in range(int(n_))) for n_, m_, a_, b_ in zip(n, m, a, b)]
+    assert got.tolist() == want
+
+
+def _splits_literal(bnm, sms, nnb, max_splits=128):
+    # flash_api.cpp's num_splits_heuristic, as written there (pytorch/pytorch@03b7c19)
+    if bnm >= 0.8 * sms:
+        return 1
+    max_splits = min(max_splits, sms, nnb)
+    eff, best = [], 0.0
+    elig = lambda s: s == 1 or math.ceil(nnb / s) != math.ceil(nnb / (s - 1))
+    for s in range(1, max_splits + 1):
+        e = 0.0 if not elig(s) else (bnm * s / sms) / math.ceil(bnm * s / sms)
+        best = max(best, e)
+        eff.append(e)
+    for s in range(1, max_splits + 1):
+        if elig(s) and eff[s - 1] >= 0.85 * best:
+            return s
+    return 1
+
+
+def test_split_heuristic_equals_the_library_loop():
+    cases = [(b, n) for b in (1, 8, 32, 100, 200, 211, 264, 1000) for n in (1, 2, 4, 8, 16, 33, 64, 128)]
+    got = sdpa.num_splits([b for b, _ in cases], 264, [n for _, n in cases])
+    assert got.tolist() == [_splits_literal(b, 264, n) for b, n in cases]
+
+
+@pytest.mark.parametrize("d,causal,sm,want", [
+    (64, False, "sm_90", (128, 128, 4)), (128, False, "sm_90", (128, 64, 4)), (128, True, "sm_80", (128, 64, 4)),
+    (128, False, "sm_86", (128, 32, 4)), (128, True, "sm_86", (64, 64, 4)), (96, True, "sm_86", (64, 64, 4)),
+    (256, False, "sm_90", (64, 64, 4)), (256, False, "sm_80", (128, 64, 8)), (192, False, "sm_90", (128, 64, 8)),
+])
+def test_flash_preset_follows_flash_attention_2(d, causal, sm, want):
+    optin = {"sm_90": 232448, "sm_80": 166912, "sm_86": 101376}[sm]
+    per_sm = {"sm_90": 233472, "sm_80": 167936, "sm_86": 102400}[sm]
+    assert sdpa.fa2_preset(d, causal, sm, optin, per_sm) == want
+
+
+def test_small_grids_take_the_split_kv_kernel():
+    small = api.predict("h100", "sdpa-flash", B=1, H=8, N=1024, d=64, dtype="fp16").prediction
+    assert int(small.tiles.splits) > 1 and int(small.tiles.Br) == 64 and int(small.tiles.Bc) == 256
+    big = api.predict("h100", "sdpa-flash", B=16, H=16, N=4096, d=128, dtype="fp16").prediction
+    assert int(big.tiles.splits) == 1 and (int(big.tiles.Br), int(big.tiles.Bc)) == (128, 64)
+
+
+def test_causal_does_about_half_the_tensor_work():
+    full = api.predict("h100", "fa2_tc", B=4, H=16, N=8192, d=128, dtype="fp16").prediction.counts
+    half = api.predict("h100", "fa2_tc", B=4, H=16, N=8192, d=128, dtype="fp16", causal=True).prediction.counts
+    assert float(half.tensor_fma) / float(full.tensor_fma) == pytest.approx(0.5, abs=0.01)
+    assert float(full.tensor_fma) == 2 * 4 * 16 * 8192 * 8192 * 128
+
+
+def test_fp32_kernels_refuse_fp16_and_causal_and_fa2_tc_refuses_unknown_tiles():
+    with pytest.raises(InputError, match="fp32 only"):
+        api.predict("h100", "fa2", N=512, dtype="fp16")
+    with pytest.raises(InputError, match="no causal variant"):
+        api.predict("h100", "fa1", N=512, causal=True)
+    with pytest.raises(InputError, match="no compiled instance"):
+        api.predict("h100", "fa2_tc", N=512, d=128, dtype="fp16", Br=96, Bc=64)
+    with pytest.raises(InputError, match="fp16/bf16 only"):
+        api.predict("h100", "fa2_tc", N=512, d=128)
+
+
+def test_rtx3090_tensor_ceiling_is_the_fp32_accumulate_rate():
+    ceil = api.predict("rtx3090", "fa2_tc", N=4096, d=128, dtype="fp16").prediction.ceilings
+    assert ceil.compute_flops("fp16") == pytest.approx(71e12)
