@@ -3,7 +3,6 @@
 # exported to one CSV per kernel under $1 (default ./out).
 #   scripts/ncu_run.sh OUT [KERNEL:GRID ...]     default: fa1:examples/grids/ncu.yaml fa2:examples/grids/ncu.yaml
 # Clocks are left alone (--clock-control none); caches are flushed before each pass (--cache-control all).
-# Metrics this GPU's ncu does not know are dropped (listed in OUT/ncu_command.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-out}
@@ -24,10 +23,7 @@ smsp__sass_thread_inst_executed_op_fmul_pred_on.sum,smsp__inst_executed.sum,\
 l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,sm__warps_active.avg.pct_of_peak_sustained_active,\
 launch__registers_per_thread,launch__occupancy_limit_shared_mem,launch__waves_per_multiprocessor,\
 smsp__inst_executed_pipe_tensor_op_hmma.sum,smsp__sass_inst_executed_op_ldsm.sum,\
-smsp__sass_inst_executed_op_ldgsts.sum,smsp__inst_executed_pipe_xu.sum,smsp__sass_inst_executed_op_shfl.sum
-# keep the metrics this ncu knows for this GPU
-known=$("$NCU" --query-metrics 2>/dev/null | awk '{print $1}')
-METRICS=$(echo "$METRICS" | tr ',' '\n' | while read -r m; do base=${m%.*}; echo "$known" | grep -qx "$base" && echo "$m"; done | paste -sd, -)
+smsp__sass_inst_executed_op_ldgsts.sum,smsp__inst_executed_pipe_xu.sum
 echo "$NCU --clock-control none --cache-control all --kernel-name regex:KERNEL_kernel --launch-count 1 --metrics $METRICS" > "$OUT/ncu_command.txt"
 for spec in "${specs[@]}"; do
   k=${spec%%:*}; grid=${spec#*:}
@@ -36,7 +32,7 @@ for spec in "${specs[@]}"; do
   while read -r args; do
     rep="/tmp/ncu_${k}_$(echo "$args" | tr ' =' '__')"
     "$NCU" --clock-control none --cache-control all --kernel-name "regex:${k}_kernel" --launch-count 1 \
-      --metrics "$METRICS" -f -o "$rep" python3 -m perfmodel.measure.one --kernel $k $args > /dev/null 2>&1 || { echo "ncu failed: $k $args"; continue; }
+      --metrics "$METRICS" -f -o "$rep" python3 -m perfmodel.measure.one --kernel $k $args > "$rep.log" 2>&1 || { echo "ncu failed: $k $args"; tail -3 "$rep.log"; continue; }
     "$NCU" --import "$rep.ncu-rep" --csv --page raw --print-units base > "$rep.csv"
     # one header (+ units) per kernel file, then one row per configuration, with the configuration in front
     python3 - "$rep.csv" "$OUT/ncu_$k.csv" "$args" "$first" <<'PY'

@@ -191,7 +191,7 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
                       sm_clock_max_mhz=clock.max_mhz(), driver=clock.driver(), torch=str(torch.__version__),
                       torch_cuda=tool["torch_cuda"], nvcc=tool["nvcc"],
                       date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                      command=" ".join(shlex.quote(a) for a in sys.argv),
+                      command=" ".join(["perfmodel"] + [shlex.quote(a) for a in sys.argv[1:]]),
                       notes="fp32_latency_cycles and sfu_latency_cycles are taken from the spec, not probed")
     return {"provenance": provenance, "values": {k: float(v) for k, v in values.items()},
             "raw": _plain(raw)}

@@ -217,7 +217,7 @@ def measure(configs: list[Config], out: Path, spec: GPUSpec | None, flush: bool 
     skips = Appender(skipped_path, SKIP_COLUMNS)
     bencher = bench.Bencher(torch, flush=flush)
     cal = calibration.resolve(spec) if spec else None
-    command = command or " ".join(shlex.quote(a) for a in sys.argv)
+    command = command or " ".join(["perfmodel"] + [shlex.quote(a) for a in sys.argv[1:]])
     summary = {"measured": 0, "already": 0, "skipped": 0, "failed": 0}
     now = lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     rng = np.random.default_rng()
