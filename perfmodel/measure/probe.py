@@ -177,24 +177,60 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
                sync_cycles_256threads=sync)
     log(f"latency: shared {smem_lat:.0f}, L2 {l2_lat:.0f}, DRAM {dram_lat:.0f} cycles; sync {sync:.1f} cycles")
 
+    # 5b. tensor cores: mma.sync m16n8k16 (fp32 accumulate), dependent latency and the SM's sustained rate
+    mma = _mma(torch, ext, sm, props.major >= 8, log)
+    raw.update(mma)
+
     # 6. launch overhead as `measure` sees it: an empty kernel timed like the kernels (flush, events)
     from perfmodel.measure.bench import Bencher
     launch = Bencher(torch, flush=True).run(ext.probe_empty, min_runs=50, max_runs=200).median_ms * 1e-3
     log(f"empty kernel, timed as measure times kernels: {launch * 1e6:.2f} µs")
 
-    values = dict(red_cycles=red_cycles, exp_cycles=exp_cycles, dram_bw_bps=dram_bw, l2_bw_bps=l2_bw, l2_effective_bytes=l2_eff, smem_wavefronts_per_clk=smem_wf_per_clk,
-                  fp32_lanes_per_clk=fp32_lanes, sfu_lanes_per_clk=sfu_lanes, iter_cycles=float(iter_cycles),
-                  conflict_cycles=float(conflict_cycles), fp32_latency_cycles=spec.fp32_latency_cycles,
-                  sfu_latency_cycles=spec.sfu_latency_cycles, gmem_latency_cycles=l2_lat, sync_cycles=sync,
+    values = dict(dram_bw_bps=dram_bw, l2_bw_bps=l2_bw, l2_effective_bytes=l2_eff,
+                  smem_wavefronts_per_clk=smem_wf_per_clk, fp32_lanes_per_clk=fp32_lanes, sfu_lanes_per_clk=sfu_lanes,
                   launch_overhead_s=launch, overlap_p=overlap_p)
+    if mma:
+        values["mma_cycles"] = mma["mma_cycles_per_sm_fp16"]
+    path_cycles = dict(dot=float(iter_cycles), reduction=red_cycles, exp=exp_cycles, conflict=float(conflict_cycles),
+                       fp32=spec.fp32_latency_cycles, sfu=spec.sfu_latency_cycles, gmem=l2_lat, sync=sync)
+    if mma:
+        path_cycles["mma"] = mma["mma_latency_cycles_fp16"]
     provenance = dict(gpu_name=torch.cuda.get_device_name(), sm_count=sm, sm_clock_mhz=mhz,
                       sm_clock_max_mhz=clock.max_mhz(), driver=clock.driver(), torch=str(torch.__version__),
                       torch_cuda=tool["torch_cuda"], nvcc=tool["nvcc"],
                       date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                       command=" ".join(["perfmodel"] + [shlex.quote(a) for a in sys.argv[1:]]),
-                      notes="fp32_latency_cycles and sfu_latency_cycles are taken from the spec, not probed")
-    return {"provenance": provenance, "values": {k: float(v) for k, v in values.items()},
-            "raw": _plain(raw)}
+                      notes="path_cycles.fp32 and path_cycles.sfu are taken from the spec, not probed")
+    values = {k: float(v) for k, v in values.items()}
+    values["path_cycles"] = {k: float(v) for k, v in path_cycles.items()}
+    return {"provenance": provenance, "values": values, "raw": _plain(raw)}
+
+
+def _mma(torch, ext, sm: int, has_mma: bool, log) -> dict:
+    """mma.sync m16n8k16 per dtype: latency (one warp, one dependent chain) and SM cycles per instruction at the
+    best of 4, 8 and 16 warps per SM with 8 independent chains each."""
+    if not has_mma:
+        return {}
+    out = {}
+    cycles = torch.zeros(sm, dtype=torch.int64, device="cuda")
+    sink = torch.zeros(1, device="cuda")
+    iters = 4096
+    for code, dt in ((0, "fp16"), (1, "bf16")):
+        ext.probe_mma(cycles, sink, sm, 1, iters, code, 1)
+        torch.cuda.synchronize()
+        ext.probe_mma(cycles, sink, sm, 1, iters, code, 1)
+        torch.cuda.synchronize()
+        out[f"mma_latency_cycles_{dt}"] = float(np.median(cycles.cpu().numpy())) / iters
+        rates = {}
+        for w in (4, 8, 16):
+            ext.probe_mma(cycles, sink, sm, w, iters, code, 8)
+            torch.cuda.synchronize()
+            rates[w] = w * iters * 8 / float(np.median(cycles.cpu().numpy()))      # mma per SM clock
+        out[f"mma_per_clk_by_warps_{dt}"] = rates
+        out[f"mma_cycles_per_sm_{dt}"] = 1.0 / max(rates.values())
+        log(f"mma.sync m16n8k16 {dt}: latency {out[f'mma_latency_cycles_{dt}']:.1f} cycles; "
+            f"{max(rates.values()) * 4096:.0f} FLOP/clk/SM ({dict((w, round(r, 3)) for w, r in rates.items())} mma/clk)")
+    return out
 
 
 def _plain(x):

@@ -28,6 +28,7 @@ void probe_read(const float*, size_t, int, float*, int, cudaStream_t);
 void probe_chase(const unsigned*, int, int, int, long long*, unsigned*, cudaStream_t);
 void probe_sync(long long*, int, int, int, cudaStream_t);
 void probe_empty(cudaStream_t);
+void probe_mma(long long*, float*, int, int, int, int, int, cudaStream_t);
 
 static void check_qkv(const torch::Tensor& t, const char* name) {
     TORCH_CHECK(t.is_cuda(), name, " must be a CUDA tensor");
@@ -143,4 +144,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, mod) {
         probe_sync((long long*)cycles.data_ptr<int64_t>(), blocks, threads, iters, stream());
     });
     mod.def("probe_empty", []() { probe_empty(stream()); });
+    mod.def("probe_mma", [](torch::Tensor cycles, torch::Tensor sink, int blocks, int warps, int iters, int dtype,
+                            int chains) {
+        probe_mma((long long*)cycles.data_ptr<int64_t>(), sink.data_ptr<float>(), blocks, warps, iters, dtype, chains,
+                  stream());
+    });
 }
