@@ -13,8 +13,6 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-BASIS_TEXT = {"spec": "constants derived from the spec sheet (no probe calibration for this GPU)",
-              "probe": "probe calibration", "fitted": "probe calibration; path costs fitted on a training split"}
 
 
 def si(value: float, unit: str = "", digits: int = 3) -> str:
@@ -76,6 +74,7 @@ def prediction_dict(pred) -> dict:
         "params": dict(B=int(s.B), H=int(s.H), N=int(s.N), d=int(s.d), dtype=s.dtype, causal=bool(s.causal),
                        **{k: int(np.asarray(getattr(pred.tiles, k))) for k in pred.tiles.fields()}),
         "calibration": pred.calibration.source,
+        "constants": pred.calibration.describe(pred.kernel),
         "path_costs": pred.path_costs,
         "ceilings": pred.ceilings.basis,
         "notes": list(pred.notes),
@@ -150,7 +149,7 @@ def render_prediction(console: Console, d: dict) -> None:
     console.print(times)
     console.print(f"predicted time: [bold]{si(d['time_s'], 's')}[/bold]  (bound: {d['bound']})   "
                   f"roofline time: {si(d['roofline_time_s'], 's')}")
-    if "calibration" in d:
-        console.print(f"calibration: {d['calibration']} — {BASIS_TEXT[d['path_costs']]}")
+    if "constants" in d:
+        console.print(f"constants: {d['constants']}")
     for n in d.get("notes", []):
         console.print(f"note: {n}")

@@ -24,7 +24,7 @@ def test_shipped_calibration_has_provenance_and_fits():
         assert f["training"]["rule"] == fit.SPLIT_RULE
     assert calibration.resolve(H100, use_fits=False).path_fits == {}
     # a GPU without a shipped file gets spec-derived values
-    assert calibration.resolve(gpu.resolve("rtx3090")).source == "spec"
+    assert calibration.resolve(gpu.resolve("rtx3090")).basis == "spec"
 
 
 @pytest.mark.parametrize("values,needle", [({"bogus": 1.0}, "unknown calibration field 'bogus'"),

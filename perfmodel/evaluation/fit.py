@@ -28,7 +28,6 @@ from perfmodel.hw.calibration import Calibration
 from perfmodel.hw.gpu import GPUSpec
 
 SPLIT_RULE = 'crc32("kernel,B,H,N,d,Br,Bc,threads,pad") % 4 == 0'
-FIT_FEATURES = ("dot", "reduction", "exp", "outer", "gmem", "sync")
 
 
 def in_training_split(row: dict) -> bool:
@@ -46,16 +45,19 @@ def _predict(gpu, cal, ms: MeasurementSet, costs):
 
 def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60) -> dict:
     """Fit the kernel's path costs on the training rows of ``ms``. Returns the path_fits entry."""
+    from perfmodel.kernels import get
+
+    features = get(ms.kernel).fit_features
     train = ms.select(np.array([in_training_split(r) for r in ms.rows], bool))
-    if len(train) < 3 * len(FIT_FEATURES):
-        raise InputError(f"only {len(train)} training rows for {ms.kernel}; a fit of {len(FIT_FEATURES)} costs "
-                         f"needs at least {3 * len(FIT_FEATURES)}")
+    if len(train) < 3 * len(features):
+        raise InputError(f"only {len(train)} training rows for {ms.kernel}; a fit of {len(features)} costs "
+                         f"needs at least {3 * len(features)}")
     meas = train.measured_s
     base = cal.path_costs(ms.kernel)
-    theta = np.log(np.array([max(base[f], 1e-3) for f in FIT_FEATURES]))
+    theta = np.log(np.array([max(base[f], 1e-3) for f in features]))
 
     def resid(th):
-        costs = dict(zip(FIT_FEATURES, np.exp(np.clip(th, -20, 20)).tolist()))
+        costs = dict(zip(features, np.exp(np.clip(th, -20, 20)).tolist()))
         return np.log(_predict(gpu, cal, train, costs) / meas)
     lam = 1e-2
     r = resid(theta)
@@ -77,9 +79,9 @@ def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60
             break
     # features the data cannot see (absent from this kernel's path) keep their start value; costs driven to
     # nothing are written as 0
-    costs = {f: (float(v) if v > 1e-6 else 0.0) for f, v in zip(FIT_FEATURES, np.exp(theta))}
+    costs = {f: (float(v) if v > 1e-6 else 0.0) for f, v in zip(features, np.exp(theta))}
     ape = np.abs(np.exp(r) - 1) * 100
     return {"costs": costs,
             "training": {"rule": SPLIT_RULE, "rows": len(train), "mape_on_training_rows": float(ape.mean()),
-                         "features_fitted": list(FIT_FEATURES),
+                         "features_fitted": list(features),
                          "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}}

@@ -68,6 +68,7 @@ class Evaluation:
     files: list
     split: str = "test"
     fitted: bool = False
+    constants: str = ""
 
     @property
     def ape(self):
@@ -78,12 +79,12 @@ class Evaluation:
         return np.abs(self.seed_s / self.measured_s - 1) * 100
 
     def summary(self) -> dict:
-        groups = list(zip(*(self.params[k] for k in ("B", "H", "N", "d"))))
+        groups = list(zip(*(self.params[k] for k in ("B", "H", "N", "d", "dtype", "causal"))))
         sp, ng = grouped_spearman(groups, self.predicted_s, self.measured_s)
         ssp, _ = grouped_spearman(groups, self.seed_s, self.measured_s)
         return {
             "kernel": self.kernel, "gpu": self.gpu, "n": self.n, "split": self.split,
-            "path_costs_fitted": self.fitted,
+            "path_costs_fitted": self.fitted, "constants": self.constants,
             "mape": float(self.ape.mean()), "median_ape": float(np.median(self.ape)), "max_ape": float(self.ape.max()),
             "spearman": sp, "spearman_groups": ng,
             "seed_mape": float(self.seed_ape.mean()), "seed_median_ape": float(np.median(self.seed_ape)),
@@ -137,9 +138,10 @@ def evaluate(sets: list[MeasurementSet], gpu_name: str | None = None, cal_path: 
         cal = cal_mod.resolve(spec, cal_path, use_builtin=use_builtin_calibration, use_fits=use_fits)
         pred, _ = predict_set(ms, spec, cal)
         P = {k: ms.cols[k] for k in AXES + ("Br", "Bc", "threads", "pad")}
+        P.update(dtype=ms.dtype, causal=ms.causal)
         sd = np.asarray(seed.predict(spec, P["B"], P["H"], P["N"], P["d"], P["Br"], P["Bc"]).time_s, float)
         out.append(Evaluation(ms.kernel, spec.key, len(ms), P, ms.measured_s, pred, sd, list(ms.files), split,
-                              cal.fitted(ms.kernel)))
+                              cal.fitted(ms.kernel), cal.describe(ms.kernel)))
     if not out:
         raise InputError(f"no rows in the '{split}' split")
     return out

@@ -22,8 +22,36 @@ def constants(sm: str) -> dict:
     return vals
 
 
-def value(sm: str, key: str, default=None):
-    """The value of ``key`` for an architecture, or ``default`` where the file has none (or null)."""
+def available() -> list[str]:
+    return sorted(p.stem for p in (builtin_dir() / "arch").glob("sm_*.yaml"))
+
+
+def nearest(sm: str) -> str:
+    """``sm`` if it has a file, else the architecture with the nearest compute capability."""
+    have = available()
+    if sm in have:
+        return sm
+    num = lambda s: int(s[3:]) if s[3:].isdigit() else 0
+    return min(have, key=lambda s: (abs(num(s) - num(sm)), -num(s)))
+
+
+@lru_cache(maxsize=None)
+def header(sm: str) -> dict:
+    """The file's top-level keys besides ``values`` (basis, path_fits_from, name, sources)."""
+    path = builtin_dir() / "arch" / f"{sm}.yaml"
+    raw = read_yaml(path, "architecture file") if path.exists() else {}
+    return {k: v for k, v in (raw or {}).items() if k != "values"}
+
+
+_MISSING = object()
+
+
+def value(sm: str, key: str, default=_MISSING):
+    """The value of ``key`` for an architecture; ``default`` where the file has none (or null), else an error."""
     v = constants(sm).get(key)
     v = v.get("value") if isinstance(v, dict) else v
-    return default if v is None else float(v)
+    if v is None:
+        if default is _MISSING:
+            raise InputError(f"gpus/arch/{sm}.yaml has no value for '{key}'")
+        return default
+    return float(v)

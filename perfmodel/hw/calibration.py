@@ -31,26 +31,51 @@ class Calibration:
     overlap_p: float                 # p of the p-norm joining latency and throughput times (large = max)
     mma_cycles: float                # SM cycles per mma.sync m16n8k16 (fp16/bf16, fp32 accumulate) at the rate
                                      # mma.sync sustains
+    wgmma_cycles: float              # SM cycles per m16n8k16-equivalent (4096 FLOPs) of Hopper warpgroup MMAs
     path_cycles: dict                # feature -> cycles per step on a warp's path (PATH_FEATURES)
     # kernel -> {"costs": {feature: cycles}, "training": {...}}: costs fitted to kernel timings on a declared
     # training split, for loop forms no microbenchmark covers; they replace path_cycles for that kernel only
     path_fits: dict = field(default_factory=dict)
+    basis_note: str = ""             # for a GPU without a probe file: where its architecture's constants come from
 
     @property
     def basis(self) -> str:
-        return "spec" if self.source == "spec" else "probe"
+        """'probe' (this GPU's own probe file) or 'spec' (spec sheet + architecture constants)."""
+        return "probe" if self.source.endswith(".yaml") else "spec"
 
     def path_costs(self, kernel: str) -> dict:
-        """Cycles per step of each path feature, for one kernel."""
+        """Cycles per step of each path feature, for one kernel (a kernel name, or a Kernel whose
+        ``path_costs_from`` names the kernel whose fitted costs it shares)."""
         costs = dict(self.path_cycles)
-        costs.update(self.path_fits.get(kernel, {}).get("costs", {}))
+        costs.update(self.path_fits.get(_fit_key(kernel), {}).get("costs", {}))
         return costs
 
-    def fitted(self, kernel: str) -> bool:
-        return kernel in self.path_fits
+    def fitted(self, kernel) -> bool:
+        return _fit_key(kernel) in self.path_fits
+
+    def describe(self, kernel: str | None = None) -> str:
+        """Where the constants come from, in words: probed on this GPU, or the spec with its architecture's
+        constants (transferred from another GPU's probe, published figures, estimates); and the path costs."""
+        text = (f"probed on this GPU ({self.source})" if self.basis == "probe"
+                else f"{self.source}: {self.basis_note}")
+        if kernel is not None and self.fitted(kernel):
+            fit = self.path_fits[_fit_key(kernel)]
+            donor = fit.get("carried_from") or (fit.get("carried_over") or {}).get("from")
+            text += ("; path costs fitted on a training split" + (f" of {donor}" if donor else "")
+                     + (f" of {_fit_key(kernel)}" if _fit_key(kernel) != kernel else ""))
+        return text
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def _fit_key(kernel) -> str:
+    if isinstance(kernel, str):
+        from perfmodel.kernels import REGISTRY
+        kernel = REGISTRY.get(kernel, kernel)
+    if isinstance(kernel, str):
+        return kernel
+    return kernel.path_costs_from or kernel.name
 
 
 def spec_mma_cycles(gpu: GPUSpec) -> float:
@@ -64,44 +89,67 @@ def spec_mma_cycles(gpu: GPUSpec) -> float:
         return 1e9                                   # no tensor cores: a tensor instruction never runs
     # the datasheet's peak is quoted at the tensor clock; per SM clock the rate is the architecture's
     per_clk = peak / (gpu.sm_count * (gpu.clock_tensor_mhz or gpu.clock_boost_mhz) * 1e6)
-    return 4096 / per_clk / arch.value(gpu.sm, "mma_sync_fraction", 1.0)
+    return 4096 / per_clk / arch.value(arch.nearest(gpu.sm), "mma_sync_fraction", 1.0)
+
+
+def spec_wgmma_cycles(gpu: GPUSpec) -> float:
+    """Warpgroup MMAs (sm_90 only): the dense peak at the share wgmma sustains on random data (gpus/arch)."""
+    from perfmodel.hw import arch
+
+    frac = arch.value(arch.nearest(gpu.sm), "wgmma_fraction", 0.0)
+    peak = gpu.tensor_flops("fp16")
+    if not frac or not peak or gpu.sm != "sm_90":
+        return 1e9                                   # no warpgroup MMAs on this architecture
+    per_clk = peak / (gpu.sm_count * (gpu.clock_tensor_mhz or gpu.clock_boost_mhz) * 1e6)
+    return 4096 / per_clk / frac
 
 
 def from_spec(gpu: GPUSpec) -> Calibration:
-    """Defaults from the spec sheet alone."""
+    """Constants for a GPU without a probe file of its own: its spec sheet for bandwidths and unit counts, and its
+    architecture's constants in cycles (gpus/arch/sm_XY.yaml: another GPU's probe of the same SM, or published
+    microbenchmarks; every value there has a source or is marked as an estimate). An architecture without a file
+    takes the nearest one's, and says so. DRAM bandwidth is the spec's measured figure, else the datasheet's at
+    the architecture's achievable fraction; the spec's L2 bandwidths are measured figures already."""
     from perfmodel.hw import arch
 
+    sm = arch.nearest(gpu.sm)
+    a = lambda key: arch.value(sm, key)
+    head = arch.header(sm)
+    dram = (gpu.measured_dram_bw_gbps * 1e9 if gpu.measured_dram_bw_gbps
+            else gpu.dram_bw_peak * a("dram_bw_fraction"))
+    fits = {}
+    donor_key = head.get("path_fits_from")
+    if donor_key and donor_key != gpu.key and (builtin_dir() / "calibration" / f"{donor_key}.yaml").exists():
+        raw = read_yaml(builtin_dir() / "calibration" / f"{donor_key}.yaml", "calibration file")
+        fits = {k: {"costs": dict(v.get("costs", {})), "carried_from": donor_key}
+                for k, v in ((raw or {}).get("path_fits") or {}).items()}
+    note = head.get("basis", sm) + ("" if sm == gpu.sm else f"; {sm} constants assumed for {gpu.sm}")
     return Calibration(
-        source="spec",
-        dram_bw_bps=gpu.dram_bw,
+        source=f"spec + {sm} constants",
+        dram_bw_bps=dram,
         l2_bw_bps=gpu.l2_bw,
         l2_effective_bytes=float(gpu.l2_bytes),
         smem_wavefronts_per_clk=gpu.smem_bytes_per_clk_per_sm / (gpu.smem_banks * gpu.smem_bank_width_bytes),
-        fp32_lanes_per_clk=float(gpu.fp32_lanes_per_sm),
-        sfu_lanes_per_clk=float(gpu.sfu_ops_per_clk_per_sm),
-        launch_overhead_s=gpu.launch_overhead_us * 1e-6 / 2,
-        overlap_p=4.0,
+        fp32_lanes_per_clk=gpu.fp32_lanes_per_sm * a("fp32_issue_fraction"),
+        sfu_lanes_per_clk=gpu.sfu_ops_per_clk_per_sm * a("sfu_issue_fraction"),
+        launch_overhead_s=a("launch_overhead_us") * 1e-6,
+        overlap_p=a("overlap_p"),
         mma_cycles=spec_mma_cycles(gpu),
+        wgmma_cycles=spec_wgmma_cycles(gpu),
         path_cycles={
-            # two loads in flight per step, unrolled 4 ways: latency amortised over 4 steps, FFMAs dependent
-            "dot": gpu.smem_latency_cycles / 4 + gpu.fp32_latency_cycles,
-            "reduction": gpu.smem_latency_cycles / 4 + gpu.fp32_latency_cycles,
-            "exp": gpu.sfu_latency_cycles + 5 * gpu.fp32_latency_cycles,
-            "outer": 0.0,
-            "conflict": 1.0,
-            "fp32": gpu.fp32_latency_cycles,
-            "sfu": gpu.sfu_latency_cycles,
-            "gmem": gpu.l2_latency_cycles,
-            "sync": 2 * gpu.smem_latency_cycles,
-            # m16n8k16 dependent-issue latency (Luo et al.: 24.6 on A100, 24.1 on H800); an estimate without one
-            "mma": arch.value(gpu.sm, "mma_latency_cycles", 32.0),
-            # estimate: a shuffle crosses the same crossbar as a shared load
-            "shfl": gpu.smem_latency_cycles,
+            "dot": a("dot_step_cycles"), "reduction": a("reduction_step_cycles"), "exp": a("exp_step_cycles"),
+            "outer": 0.0,                 # no probe prices it: the step costs carry their own loop overhead
+            "conflict": a("conflict_cycles"), "fp32": a("fp32_latency_cycles"), "sfu": a("sfu_latency_cycles"),
+            "gmem": a("l2_latency_cycles"), "sync": a("sync_cycles"),
+            "mma": arch.value(sm, "mma_latency_cycles", 0.0) or 1e9,     # no tensor cores: never on a path
+            "shfl": a("smem_latency_cycles"),   # estimate: a shuffle crosses the same crossbar as a shared load
         },
+        path_fits=fits,
+        basis_note=note,
     )
 
 
-_FIELDS = {f.name for f in dataclasses.fields(Calibration)} - {"source", "path_fits"}
+_FIELDS = {f.name for f in dataclasses.fields(Calibration)} - {"source", "path_fits", "basis_note"}
 # Features whose cost may be 0: 'outer' has no microbenchmark (its steps carry their own loop overhead)
 _MAY_BE_ZERO = {"outer"}
 
@@ -151,7 +199,7 @@ def load(path: str | Path, gpu: GPUSpec) -> Calibration:
         if not isinstance(fit, dict):
             raise InputError(f"{path}: path_fits.{kernel} must be a mapping with 'costs'")
         clean[str(kernel)] = dict(fit, costs=_costs(path, f"path_fits.{kernel}.costs", fit.get("costs")))
-    return dataclasses.replace(base, source=str(path), path_cycles=cycles, path_fits=clean, **nums)
+    return dataclasses.replace(base, source=str(path), path_cycles=cycles, path_fits=clean, basis_note="", **nums)
 
 
 def builtin_path(gpu: GPUSpec) -> Path | None:

@@ -85,6 +85,9 @@ class Kernel(ABC):
     causal: bool = False
     Tiles: type = Tiles
     arch: dict = {}                        # "sm_90" -> ArchFacts
+    serial: tuple = ()                     # groups of timing resources whose times add (model/timing.py)
+    fit_features: tuple = ("dot", "reduction", "exp", "outer", "gmem", "sync")   # path costs `fit` may fit
+    path_costs_from: str | None = None     # use another kernel's fitted path costs (same loop forms)
 
     # --- tiles ----------------------------------------------------------------------------------------
     def make_tiles(self, shape: AttentionShape | None = None, **given) -> Tiles:

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -146,7 +147,13 @@ class _SDPA(Kernel):
 
 
 class SDPAFlash(_SDPA):
+    """FlashAttention-2: the MMAs and the softmax run one after another in each warp, warps in step with the
+    block's two barriers per tile (as in fa2_tc); its path costs are fa2_tc's (the same loop forms), fitted on
+    fa2_tc's training split: none of sdpa-flash's own timings."""
+
     name = "sdpa-flash"
+    serial = (("tensor", "smem"), ("sfu", "fp32"))
+    path_costs_from = "fa2_tc"
     description = "PyTorch SDPA's flash backend (vendored FlashAttention-2): its tile table and split-KV heuristic"
     backend = "FLASH_ATTENTION"
 
@@ -176,6 +183,12 @@ class SDPACudnn(_SDPA):
     # block-average 168 lets 384 threads fit a 64 K register file, as FA3's budgets do (reference/tensorcore.md)
     arch = {"sm_90": ArchFacts(regs=168, source="estimate from FA3's register budgets",
                                overheads={"tile": 60, "kstep": 2, "mask_elem": 1})}
+
+    def head_counts(self, shape, tiles, facts):
+        """FA2's counts with the MMAs as warpgroup MMAs (same FLOPs); softmax overlapped with them (FA3's
+        ping-pong and intra-warpgroup pipelining), so no serial groups."""
+        c = super().head_counts(shape, tiles, facts)
+        return dataclasses.replace(c, warp_wgmma=c.warp_mma, warp_mma=0 * c.warp_mma)
 
     def preset(self, gpu, d, causal):
         if d <= 64:

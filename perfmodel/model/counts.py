@@ -55,6 +55,7 @@ class Counts:
     warp_stg: object = 0     # global stores
     warp_other: object = 0   # integer / address / loop-control instructions
     warp_mma: object = 0     # mma.sync m16n8k16 (tensor pipe)
+    warp_wgmma: object = 0   # warpgroup MMAs (Hopper wgmma), in m16n8k16 equivalents (4096 FLOPs each)
     warp_ldsm: object = 0    # ldmatrix .x4 (512 B from shared memory, 4 wavefronts when conflict-free)
     warp_ldgsts: object = 0  # cp.async 16-byte copies, one per lane (512 B into shared memory per warp)
     warp_shfl: object = 0    # warp shuffles
@@ -126,6 +127,7 @@ class Counts:
     def warp_instructions(self):
         return (self.warp_fp32 + self.warp_sfu + self.warp_lds + self.warp_sts + self.warp_ldg
                 + self.warp_stg + self.warp_other + self.warp_mma + self.warp_ldsm + self.warp_ldgsts
+                + self.warp_wgmma / 16
                 + self.warp_shfl)
 
     def to_dict(self) -> dict:

@@ -51,7 +51,9 @@ class Prediction:
     @property
     def path_costs(self) -> str:
         """Where the latency-path costs come from: 'fitted' on a training split, 'probe', or 'spec'."""
-        return "fitted" if self.calibration.fitted(self.kernel) else self.calibration.basis
+        from perfmodel.kernels import get
+
+        return "fitted" if self.calibration.fitted(get(self.kernel)) else self.calibration.basis
 
 
 def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, cal: Calibration,
@@ -64,7 +66,7 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
     c = kernel.counts(shape, tiles, facts)
     bpsm = occupancy.blocks_per_sm(gpu, launch.threads, launch.regs, launch.smem_bytes)
     mem = memory.traffic(c, shape.heads, launch.grid_blocks, bpsm, gpu.sm_count, cal.l2_effective_bytes)
-    t = timing.predict(c, mem, launch.grid_blocks, launch.threads, bpsm, gpu, cal, kernel.name)
+    t = timing.predict(c, mem, launch.grid_blocks, launch.threads, bpsm, gpu, cal, kernel, kernel.serial)
     ceil = ceilings(gpu, cal)
     roof = np.maximum(c.flops / ceil.compute_flops(shape.dtype), mem.dram_bytes / ceil.dram_bps)
     grid = np.asarray(launch.grid_blocks)

@@ -9,7 +9,9 @@ A round of r blocks costs
                 cost in cycles (calibration.path_costs);
 
 joined by a p-norm, (sum t^p)^(1/p): with few warps the path dominates, with many the pipes do, and in between
-both count. The chip-wide rows of CHIP_RESOURCES (L2, DRAM) join the SM time the same way. Adding a resource is
+both count. A kernel whose phases use different pipes one after another (FlashAttention-2 on tensor cores: the
+MMAs, then the softmax, every warp in step with the block's barriers) names them in ``Kernel.serial``: the times
+of the resources in one group add before joining the rest. The chip-wide rows of CHIP_RESOURCES (L2, DRAM) join the SM time the same way. Adding a resource is
 one row here (and the calibration field that prices it).
 """
 
@@ -43,6 +45,7 @@ class ChipResource:
 
 SM_RESOURCES = (
     SMResource("tensor", lambda c: c.warp_mma, lambda g, cal: cal.mma_cycles, True),
+    SMResource("wgmma", lambda c: c.warp_wgmma, lambda g, cal: cal.wgmma_cycles, True),
     SMResource("fp32", lambda c: c.warp_fp32, lambda g, cal: g.warp_size / cal.fp32_lanes_per_clk, True),
     SMResource("sfu", lambda c: c.warp_sfu, lambda g, cal: g.warp_size / cal.sfu_lanes_per_clk, True),
     SMResource("issue", lambda c: c.warp_instructions, lambda g, cal: 1 / g.schedulers_per_sm, True),
@@ -80,7 +83,7 @@ def path_cycles(c: Counts, costs: dict):
 
 
 def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, cal: Calibration,
-            kernel: str) -> Timing:
+            kernel: str, serial: tuple = ()) -> Timing:
     """Seconds for each launch. Computed in float32 (7 significant digits, far below the model's own error),
     which keeps a million-configuration sweep near a second. ``mem``: the DRAM traffic (model.memory)."""
     f32 = np.float32
@@ -103,12 +106,15 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         per_used = r / used
         return {res.name: (per_used if res.per_subpartition else r) * work * cyc for work, cyc, res in per_block}
 
-    lat = np.asarray(path_cycles(c, cal.path_costs(kernel)), dtype=f32)
+    lat = np.asarray(path_cycles(c, cal.path_costs(kernel)), dtype=f32)     # kernel: a Kernel or its name
 
     def round_cycles(r):
         t = thr_cycles(r)
         active = r > 0
-        total = _pnorm([*t.values(), lat], cal.overlap_p)
+        parts = dict(t)
+        for group in serial:           # resources a kernel runs one after another: their times add
+            parts["+".join(group)] = sum(parts.pop(name) for name in group)
+        total = _pnorm([*parts.values(), lat], cal.overlap_p)
         return np.where(active, total, f32(0)), {k: np.where(active, v, f32(0)) for k, v in t.items()}
 
     tf, parts_f = round_cycles(r_full)
