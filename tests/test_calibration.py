@@ -19,7 +19,7 @@ def test_shipped_calibration_has_provenance_and_fits():
         assert raw["provenance"][k]
     cal = calibration.resolve(H100)
     assert cal.source == f"built-in calibration/{p.name}"
-    assert set(cal.path_fits) == {"fa1", "fa2"}
+    assert set(cal.path_fits) == {"fa1", "fa2", "fa2_tc"}
     for f in cal.path_fits.values():
         assert f["training"]["rule"] == fit.SPLIT_RULE
     assert calibration.resolve(H100, use_fits=False).path_fits == {}
