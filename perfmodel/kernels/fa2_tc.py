@@ -36,8 +36,9 @@ INSTANCES = (
     (128, 128, 128, 8),
     (256, 64, 64, 4), (256, 64, 32, 4), (256, 128, 64, 8),
 )
-# The fastest measured instance per head dimension on the H100 (the kernel's default tiles).
-DEFAULTS = {32: (128, 64, 4), 64: (128, 128, 4), 128: (128, 64, 4), 256: (64, 64, 4)}
+# The fastest measured instance per head dimension on the H100 at B=4, H=16, N=4096, fp16, non-causal
+# (examples/measurements/h100/fa2_tc.csv): the kernel's default tiles.
+DEFAULTS = {32: (128, 128, 4), 64: (128, 128, 4), 128: (128, 64, 4), 256: (64, 64, 4)}
 
 ARCH = {
     # registers per thread differ per instance (cudaFuncGetAttributes records them with every measured row);

@@ -1,0 +1,99 @@
+"""The committed tensor-core datasets (fa2_tc, SDPA flash and cuDNN on the H100 and H200): schema, correctness,
+provenance and coverage; fa2_tc's counts against Nsight Compute; accuracy regression bounds."""
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfmodel.evaluation import dataset, validate
+from perfmodel.kernels import fa2_tc, get
+from perfmodel.measure.runner import COLUMNS
+from util import evaluate
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "examples" / "measurements"
+PROVENANCE = ["gpu_name", "sm_clock_mhz_before", "sm_clock_mhz_after", "driver", "torch", "nvcc", "date", "command"]
+TOL = {"fp16": 2e-3, "bf16": 1.5e-2}
+MIN_ROWS = {("h100", "fa2_tc"): 600, ("h200", "fa2_tc"): 300, ("h100", "sdpa-flash"): 200,
+            ("h100", "sdpa-cudnn"): 200, ("h200", "sdpa-flash"): 100, ("h200", "sdpa-cudnn"): 100}
+GPU_NAME = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200"}
+
+
+def rows(gpu, kernel):
+    return list(csv.DictReader(open(DATA / gpu / f"{kernel}.csv")))
+
+
+@pytest.mark.parametrize("gpu,kernel", sorted(MIN_ROWS))
+def test_schema_correctness_provenance_and_coverage(gpu, kernel):
+    rs = rows(gpu, kernel)
+    assert len(rs) >= MIN_ROWS[(gpu, kernel)]
+    assert list(rs[0].keys()) == COLUMNS
+    for r in rs:
+        assert r["kernel"] == kernel and r["gpu_name"] == GPU_NAME[gpu]
+        assert float(r["rel_err"]) <= TOL[r["dtype"]], r          # checked against float64 before timing
+        assert all(r[k] for k in PROVENANCE), r
+        assert float(r["p20_ms"]) <= float(r["median_ms"]) <= float(r["p80_ms"])
+    assert {r["dtype"] for r in rs} == {"fp16", "bf16"} and {r["causal"] for r in rs} == {"0", "1"}
+    assert {"64", "128"} <= {r["d"] for r in rs}
+    n = {int(r["N"]) for r in rs}
+    bh = {int(r["B"]) * int(r["H"]) for r in rs}
+    if kernel == "fa2_tc":
+        assert min(n) == 128 and max(n) == 16384 and any(x & (x - 1) for x in n)     # not only powers of two
+        assert min(bh) == 1 and max(bh) == 512
+        measured = {(int(r["d"]), int(r["Br"]), int(r["Bc"]), int(r["threads"]) // 32) for r in rs}
+        assert measured == set(fa2_tc.INSTANCES)                                       # every instance
+        assert all(int(r["regs_per_thread"]) > 0 for r in rs)
+    else:
+        assert min(n) <= 512 and max(n) == 16384 and min(bh) <= 8 and max(bh) >= 512
+
+
+NCU = list(csv.DictReader(open(DATA / "h100" / "ncu" / "ncu_fa2_tc.csv")))
+
+
+def _ncu_pred(r):
+    return evaluate("fa2_tc", int(r["B"]), int(r["H"]), int(r["N"]), int(r["d"]), dtype=r["dtype"],
+                    causal=r["causal"] == "1", Br=int(r["Br"]), Bc=int(r["Bc"]), warps=int(r["warps"]))
+
+
+def test_ncu_set_covers_l2_overflow_and_few_blocks():
+    assert len(NCU) >= 12
+    spans = [int(r["B"]) * int(r["H"]) * int(r["N"]) * int(r["d"]) * 2 * 2 for r in NCU]     # K + V bytes
+    assert max(spans) > 8 * 50e6 and min(spans) < 50e6
+    assert min(int(r["B"]) * int(r["H"]) * -(-int(r["N"]) // int(r["Br"])) for r in NCU) < 132
+
+
+@pytest.mark.parametrize("r", NCU, ids=lambda r: "-".join(r[k] for k in ("B", "H", "N", "d", "causal", "Br", "Bc", "warps")))
+def test_fa2_tc_counts_match_nsight_compute(r):
+    """Tensor-pipe instructions, ldmatrix, cp.async, MUFU, shared-load wavefronts and DRAM reads within 10%."""
+    p = _ncu_pred(r)
+    c = p.counts
+    f = lambda k: float(r[k])
+    pairs = {
+        "hmma": (c.warp_mma, f("smsp__inst_executed_pipe_tensor_op_hmma.sum")),
+        "ldmatrix": (c.warp_ldsm, f("smsp__sass_inst_executed_op_ldsm.sum")),
+        "cp.async": (c.warp_ldgsts, f("smsp__sass_inst_executed_op_ldgsts.sum")),
+        "mufu": (c.warp_sfu, f("smsp__inst_executed_pipe_xu.sum")),
+        # ldmatrix wavefronts (cp.async's shared writes are counted by another unit)
+        "shared load wavefronts": (4 * c.warp_ldsm, f("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum")),
+        "dram read": (p.traffic.dram_read_bytes, f("dram__bytes_read.sum")),
+    }
+    for what, (model, counter) in pairs.items():
+        assert abs(float(np.asarray(model)) - counter) <= 0.10 * counter, (what, float(np.asarray(model)), counter)
+    # the swizzle leaves ldmatrix conflict-free: conflicts below 1% of the wavefronts
+    assert f("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum") < 0.01 * pairs["shared load wavefronts"][1]
+
+
+ACCURACY = json.loads((ROOT / "examples" / "accuracy.json").read_text())
+
+
+@pytest.mark.parametrize("key", sorted(ACCURACY.get("tensor_core", {})))
+def test_tensor_core_accuracy_does_not_regress(key):
+    rec = ACCURACY["tensor_core"][key]
+    kernel, gpu = key.split("/")
+    ms = [m for m in dataset.load([DATA / gpu.split("-")[0] / f"{kernel}.csv"])]
+    s = validate.evaluate(ms, split=rec["split"])[0].summary()
+    assert s["n"] == rec["n"]
+    assert s["mape"] <= rec["mape"] * (1 + 1e-4) and s["max_ape"] <= rec["max_ape"] * (1 + 1e-4)
