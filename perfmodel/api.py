@@ -37,12 +37,13 @@ def load_calibration(spec: GPUSpec, calibration=None, use_builtin: bool = True, 
     return cal_mod.resolve(spec, calibration, use_builtin=use_builtin, use_fits=use_fits)
 
 
-def configure(kernel: str, B, H, N, d, dtype="fp32", causal=False, **tiles):
-    """(Kernel, AttentionShape, Tiles), validated: sizes, dtype and causal support, tile parameters."""
+def configure(kernel: str, B, H, N, d, dtype="fp32", causal=False, gpu=None, **tiles):
+    """(Kernel, AttentionShape, Tiles), validated: sizes, dtype and causal support, tile parameters (defaults may
+    depend on the GPU: a library kernel's tile table does)."""
     k = get_kernel(kernel)
     shape = make_shape(B, H, N, d, dtype, causal)
     k.check_shape(shape)
-    return k, shape, k.make_tiles(shape, **tiles)
+    return k, shape, k.make_tiles(shape, gpu, **tiles)
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def predict(gpu="h100", kernel: str = DEFAULT, B=DEFAULT_SIZES["B"], H=DEFAULT_S
     """Predict one launch. ``tiles``: the kernel's tile parameters (Br, Bc, and threads/pad for fa2);
     ``calibration``: a calibration YAML (default: the GPU's shipped one, if any)."""
     spec = load_gpu(gpu)
-    k, shape, t = configure(kernel, B, H, N, d, dtype, causal, **tiles)
+    k, shape, t = configure(kernel, B, H, N, d, dtype, causal, gpu=spec, **tiles)
     reason = k.why_not(spec, shape, t)
     if reason:
         raise InputError(reason)

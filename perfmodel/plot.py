@@ -151,3 +151,24 @@ def heatmap(time_s: np.ndarray, brs: list[int], bcs: list[int], title: str, aggr
 def save(fig, path: str) -> None:
     fig.savefig(path, dpi=130, bbox_inches="tight")
     plt.close(fig)
+
+
+def throughput_vs_n(panels: list[dict], title: str):
+    """TFLOP/s against N, one panel per dict (title, series: [{label, N, tflops, measured (bool)}])."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.6), squeeze=False)
+    cmap = plt.get_cmap("tab10")
+    for ax, panel in zip(axes[0], panels):
+        colors = {}
+        for s in panel["series"]:
+            c = colors.setdefault(s["kernel"], cmap(len(colors)))
+            style = dict(marker="o", ls="-", color=c) if s["measured"] else dict(marker="x", ls="--", color=c)
+            ax.plot(s["N"], s["tflops"], label=s["label"], **style)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("N (B*H*N fixed)")
+        ax.set_ylabel("TFLOP/s (useful FLOPs)")
+        ax.set_title(panel["title"], fontsize=10)
+        ax.grid(True, which="both", alpha=0.25)
+        ax.legend(fontsize=7.5)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig

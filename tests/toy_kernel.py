@@ -25,7 +25,7 @@ class Toy(Kernel):
     Tiles = ToyTiles
     arch = {"sm_90": ArchFacts(regs=32)}
 
-    def default_tiles(self, shape=None):
+    def default_tiles(self, shape=None, gpu=None):
         return ToyTiles()
 
     def grid_blocks(self, shape, tiles):

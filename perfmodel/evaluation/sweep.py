@@ -108,7 +108,7 @@ def run(gpu: GPUSpec, kernel: Kernel, cal: Calibration, values: dict, dtype: str
     """``values``: axis -> list of ints. A tile field not given takes the kernel's sweep values (``explore``) or
     else its default."""
     axes = AXES + kernel.Tiles.fields()
-    defaults = kernel.default_tiles(AttentionShape(*(values.get(a, [1])[0] for a in AXES), dtype, causal))
+    defaults = kernel.default_tiles(AttentionShape(*(values.get(a, [1])[0] for a in AXES), dtype, causal), gpu)
     vals = {}
     for a in axes:
         v = values.get(a)

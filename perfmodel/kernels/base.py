@@ -90,7 +90,7 @@ class Kernel(ABC):
     path_costs_from: str | None = None     # use another kernel's fitted path costs (same loop forms)
 
     # --- tiles ----------------------------------------------------------------------------------------
-    def make_tiles(self, shape: AttentionShape | None = None, **given) -> Tiles:
+    def make_tiles(self, shape: AttentionShape | None = None, gpu=None, **given) -> Tiles:
         """Validated scalar tiles from user values (None = the kernel's default). Naming a parameter the
         kernel does not have is an error, not silently ignored."""
         names = self.Tiles.fields()
@@ -98,7 +98,7 @@ class Kernel(ABC):
         if extra:
             raise InputError(f"kernel {self.name} has no tile parameter '{extra[0]}' (its tiles: "
                              f"{', '.join(names)})")
-        defaults = self.default_tiles(shape)
+        defaults = self.default_tiles(shape, gpu)
         vals = {}
         for k in names:
             v = given.get(k)
@@ -109,7 +109,7 @@ class Kernel(ABC):
             vals[k] = positive_int(k, v, lo=self.tile_minimum(k))
         return self.Tiles(**vals)
 
-    def default_tiles(self, shape: AttentionShape | None = None) -> Tiles:
+    def default_tiles(self, shape: AttentionShape | None = None, gpu=None) -> Tiles:
         """The default tiles: the seed's 32 x 32 and the Tiles type's own defaults."""
         return self.Tiles(**{"Br": 32, "Bc": 32})
 

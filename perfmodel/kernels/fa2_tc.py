@@ -156,7 +156,7 @@ class FA2TC(Kernel):
     serial = (("tensor", "smem"), ("sfu", "fp32"))
     fit_features = ("mma", "fp32", "gmem", "sync")
 
-    def default_tiles(self, shape=None):
+    def default_tiles(self, shape=None, gpu=None):
         if shape is not None and int(np.asarray(shape.d)) in DEFAULTS:
             Br, Bc, w = DEFAULTS[int(np.asarray(shape.d))]
             return FA2TCTiles(Br, Bc, w)

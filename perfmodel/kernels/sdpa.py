@@ -99,10 +99,11 @@ class _SDPA(Kernel):
     def preset(self, gpu, d, causal):
         raise NotImplementedError
 
-    def default_tiles(self, shape=None):
+    def default_tiles(self, shape=None, gpu=None):
+        """The library's own tiles for this problem on this GPU (an sm_90 GPU when none is given)."""
         d = int(np.asarray(shape.d)) if shape is not None else 128
         causal = bool(shape.causal) if shape is not None else False
-        Br, Bc, w = self.preset(None, d, causal)
+        Br, Bc, w = self.preset(gpu, d, causal)
         return SDPATiles(Br, Bc, w)
 
     def sweep_values(self, name):
@@ -186,9 +187,12 @@ class SDPACudnn(_SDPA):
 
     def head_counts(self, shape, tiles, facts):
         """FA2's counts with the MMAs as warpgroup MMAs (same FLOPs); softmax overlapped with them (FA3's
-        ping-pong and intra-warpgroup pipelining), so no serial groups."""
+        ping-pong and intra-warpgroup pipelining), so no serial groups. A warpgroup MMA reads its shared-memory
+        operands once for the four warps (no per-warp ldmatrix): a quarter of FA2's operand traffic."""
         c = super().head_counts(shape, tiles, facts)
-        return dataclasses.replace(c, warp_wgmma=c.warp_mma, warp_mma=0 * c.warp_mma)
+        ld = c.warp_ldsm / 4
+        return dataclasses.replace(c, warp_wgmma=c.warp_mma, warp_mma=0 * c.warp_mma, warp_ldsm=0 * ld,
+                                   smem_ld_wavefronts=4 * ld, smem_ld_bytes=512 * ld)
 
     def preset(self, gpu, d, causal):
         if d <= 64:
