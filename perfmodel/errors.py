@@ -53,13 +53,47 @@ def _check_tree(node, path, what, depth=0, count=None):
             _check_tree(v, path, what, depth + 1, count)
 
 
+_YAML_CACHE: dict = {}
+
+
 def read_yaml(path, what: str):
     """Parse a YAML file with ``yaml.safe_load``; a missing, unreadable, malformed, too deep or too large file is
-    an InputError naming ``what`` ("GPU spec file", "grid file", ...) and the path."""
-    import yaml
+    an InputError naming ``what`` ("GPU spec file", "grid file", ...) and the path. Parsed files are cached by
+    path, size and modification time (a copy is returned: callers may change it)."""
+    import copy
 
     path = Path(path)
+    try:
+        st = path.stat()
+        key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    except OSError:
+        key = None
+    if key in _YAML_CACHE:
+        return copy.deepcopy(_YAML_CACHE[key])
+    data = _parse_yaml(path, what)
+    if key is not None:
+        _YAML_CACHE[key] = copy.deepcopy(data)
+    return data
+
+
+def _flow_depth(text: str) -> int:
+    """Deepest nesting of [ and { (a cheap bound checked before the parser recurses into it)."""
+    depth = top = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            top = max(top, depth)
+        elif ch in "]}":
+            depth = max(depth - 1, 0)
+    return top
+
+
+def _parse_yaml(path: Path, what: str):
+    import yaml
+
     text = read_text(path, what)
+    if _flow_depth(text) > MAX_YAML_DEPTH:
+        raise InputError(f"{path}: {what} is nested more than {MAX_YAML_DEPTH} levels deep")
     try:
         data = yaml.safe_load(text)
     except RecursionError:

@@ -105,16 +105,16 @@ def scaling(n_panel: dict, tile_panel: dict, title: str):
     a1.grid(True, which="both", alpha=0.25)
     a1.legend(fontsize=8)
     idx = np.arange(len(tile_panel["x"]))
-    w = 0.27
-    a2.bar(idx - w, tile_panel["model_s"], w, color="tab:blue", label="perfmodel")
-    a2.bar(idx, tile_panel["seed_s"], w, color="tab:gray", label="seed model")
-    a2.bar(idx + w, tile_panel["measured_s"], w, color="tab:red", label="measured")
+    # points, not bars: bar lengths on a log axis start at an arbitrary floor and mislead
+    a2.plot(idx, tile_panel["model_s"], "o", color="tab:blue", label="perfmodel")
+    a2.plot(idx, tile_panel["seed_s"], "x", color="tab:gray", label="seed model")
+    a2.plot(idx, tile_panel["measured_s"], "s", mfc="none", color="tab:red", label="measured")
     a2.set_xticks(idx, tile_panel["x"], rotation=30, ha="right", fontsize=8)
     a2.set_yscale("log")
     a2.set_xlabel(tile_panel["xlabel"])
     a2.set_ylabel("time (s)")
     a2.grid(True, axis="y", which="both", alpha=0.25)
-    a2.legend(fontsize=8)
+    a2.legend(fontsize=8, loc="best", framealpha=0.85)
     fig.suptitle(title)
     fig.tight_layout()
     return fig

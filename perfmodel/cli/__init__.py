@@ -14,6 +14,11 @@ class Group(click.Group):
     """A click group whose errors are one line and exit 2, never a traceback."""
 
     def main(self, args=None, prog_name=None, **kwargs):
+        import sys as _sys
+
+        if (args if args is not None else _sys.argv[1:]) == []:
+            click.echo(self.get_help(click.Context(self, info_name=prog_name or "perfmodel")))
+            _sys.exit(0)
         try:
             rv = super().main(args=args, prog_name=prog_name or "perfmodel", standalone_mode=False, **kwargs)
         except InputError as exc:

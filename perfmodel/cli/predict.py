@@ -52,7 +52,7 @@ def gpus(ctx, as_json):
     """List the built-in GPU specs (`gpus show NAME` prints one)."""
     if ctx.invoked_subcommand:
         return
-    specs = [gpu_mod.load_spec_file(p) for p in gpu_mod.builtin_specs().values()]
+    specs = [gpu_mod.load_spec_file(p) for p in gpu_mod.all_specs().values()]
     if as_json:
         click.echo(report.dumps([{"key": s.key, "name": s.name, "aliases": list(s.aliases), "arch": s.sm,
                                   "sm_count": s.sm_count, "fp32_tflops": s.fp32_tflops,
@@ -89,3 +89,35 @@ def gpus_show(name, as_json):
     out.print("sources:")
     for s in spec.sources:
         out.print(f"  - {s}")
+
+
+@gpus.command("new")
+@click.argument("name")
+@click.option("--from", "from_name", required=True, help="a known GPU to start from (its values and sources)")
+@click.option("--dir", "folder", default=None, help="where to write NAME.yaml (default: the first user folder)")
+def gpus_new(name, from_name, folder):
+    """Start a spec of your own from a known one: NAME.yaml in your spec folder, found by name afterwards."""
+    import re
+    from pathlib import Path
+
+    from perfmodel.errors import InputError, read_text
+
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_.-]{0,63}", name):
+        raise InputError(f"GPU name '{name}': use lower-case letters, digits, '-', '_' or '.'")
+    if name in gpu_mod.all_specs():
+        raise InputError(f"a GPU named '{name}' exists already")
+    src = api.load_gpu(from_name)
+    dest_dir = Path(folder) if folder else gpu_mod.user_dirs()[-1]
+    dest = dest_dir / f"{name}.yaml"
+    try:
+        dest_dir.mkdir(parents=True, exist_ok=True)
+        text = read_text(src.path, "GPU spec file")
+        header = (f"# {name}: started from {src.key} by `perfmodel gpus new {name} --from {from_name}`.\n"
+                  f"# Replace every value that differs on your GPU and cite its source under `sources:`;\n"
+                  f"# `name:` must be the CUDA device name for `perfmodel measure` and `validate` to match it.\n")
+        lines = [l for l in text.splitlines() if not l.startswith(("aliases:", "name:"))]
+        dest.write_text(header + f"name: {name}\naliases: []\n" + "\n".join(lines) + "\n")
+    except OSError as exc:
+        raise InputError(f"cannot write {dest}: {exc.strerror or exc}") from None
+    gpu_mod.load_spec_file(dest)
+    click.echo(f"wrote {dest}; `--gpu {name}` finds it")

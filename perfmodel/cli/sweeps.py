@@ -40,7 +40,8 @@ def _run(gpu_name, kernel, cal_path, dtype, causal, kw, explore=True):
 @click.option("--best", is_flag=True, help="for each problem, the fastest tile configuration that fits")
 @click.option("--csv", "as_csv", is_flag=True, help="every fitting configuration as CSV on stdout")
 @json_option
-@click.option("--limit", default=40, show_default=True, type=click.IntRange(min=1), help="rows in the table (fastest first)")
+@click.option("--limit", default=40, show_default=True, type=click.IntRange(min=1),
+              help="rows in the table (fastest first; with --best, problems in axis order)")
 @click.option("-o", "out_path", default=None,
               help="heatmap of predicted time over (Br, Bc) for one problem (one value of B, H, N, d): .png/.svg/.pdf")
 @calibration_option
@@ -81,13 +82,16 @@ def sweep(gpu_name, kernel, dtype, causal, best, as_csv, as_json, limit, out_pat
                                  "ceilings": res.prediction.ceilings.basis,
                                  "rows": [dict(p, time_s=t, bound=b) for p, t, b in rows]}, indent=1))
         return
-    tab = Table(title=("fastest tile configuration per problem" if best else f"fastest {limit} configurations"),
-                title_justify="left", show_edge=False)
+    shown = rows[:limit]
+    tab = Table(title=("fastest tile configuration per problem" if best else "fastest configurations")
+                + f" ({len(shown)} of {len(rows)})", title_justify="left", show_edge=False)
     for c in cols:
         tab.add_column(c, justify="right")
-    for p, t, b in rows[: (None if best else limit)]:
+    for p, t, b in shown:
         tab.add_row(*(str(p[a]) for a in res.axes), report.si(t, "s"), b)
     out.print(tab)
+    if len(rows) > len(shown):
+        err.print(f"{len(rows) - len(shown)} more rows: raise --limit, or use --csv / --json for all")
 
 
 @main.command()

@@ -137,6 +137,10 @@ def evaluate(sets: list[MeasurementSet], gpu_name: str | None = None, cal_path: 
             raise InputError(f"no built-in spec matches the measured GPU '{ms.gpu_name}'; pass --gpu")
         cal = cal_mod.resolve(spec, cal_path, use_builtin=use_builtin_calibration, use_fits=use_fits)
         pred, _ = predict_set(ms, spec, cal)
+        bad = int((~np.isfinite(pred)).sum())
+        if bad:
+            raise InputError(f"{bad} of {len(ms)} {ms.kernel} rows cannot run on {spec.name} (they do not fit it); "
+                             f"predict them with the GPU they were measured on")
         P = {k: ms.cols[k] for k in AXES + ("Br", "Bc", "threads", "pad")}
         P.update(dtype=ms.dtype, causal=ms.causal)
         sd = np.asarray(seed.predict(spec, P["B"], P["H"], P["N"], P["d"], P["Br"], P["Bc"]).time_s, float)

@@ -7,6 +7,7 @@ Every key carries its unit in its name (``_mhz``, ``_bytes``, ``_gbps`` = 1e9 B/
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -65,6 +66,7 @@ _SCHEMA: dict[str, tuple[type, bool]] = {
     "measured_fp32_tflops": (float, False),
     "measured_smem_bw_gbps": (float, False),
 }
+_MAX_VALUE = 2 ** 62                  # no spec number comes near it; keeps every product inside int64 and float64
 # Fields that may legitimately be zero (a GPU without a driver reserve, say).
 _MAY_BE_ZERO = {"smem_reserved_per_block_bytes"}
 _DTYPE_TENSOR_FIELD = {"fp16": "tensor_fp16_tflops", "bf16": "tensor_bf16_tflops",
@@ -182,6 +184,27 @@ def builtin_specs() -> dict[str, Path]:
     return {p.stem: p for p in sorted(builtin_dir().glob("*.yaml"))}
 
 
+def user_dirs() -> list[Path]:
+    """Folders searched for users' own specs, after the built-in ones: $PERFMODEL_GPU_PATH (separated by ':'),
+    then ~/.config/perfmodel/gpus (or $XDG_CONFIG_HOME/perfmodel/gpus)."""
+    import os
+
+    dirs = [Path(p) for p in os.environ.get("PERFMODEL_GPU_PATH", "").split(os.pathsep) if p]
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return dirs + [config / "perfmodel" / "gpus"]
+
+
+def all_specs() -> dict[str, Path]:
+    """Stem -> path of every spec a name can refer to: the built-in ones, then users' (a built-in name wins)."""
+    out = {}
+    for d in user_dirs():
+        if d.is_dir():
+            for p in sorted(d.glob("*.yaml")):
+                out.setdefault(p.stem, p)
+    out.update(builtin_specs())
+    return out
+
+
 def _check(raw: object, where: str) -> dict:
     if not isinstance(raw, dict):
         raise InputError(f"{where}: expected a mapping of fields, got {type(raw).__name__}")
@@ -204,8 +227,12 @@ def _check(raw: object, where: str) -> dict:
         if not ok:
             raise InputError(f"{where}: field '{field}' must be {typ.__name__}, got {value!r}")
         if typ in (int, float):
+            if not math.isfinite(value):
+                raise InputError(f"{where}: field '{field}' must be a finite number, got {value!r}")
             if value < 0 or (value == 0 and field not in _MAY_BE_ZERO):
                 raise InputError(f"{where}: field '{field}' must be positive, got {value!r}")
+            if value > _MAX_VALUE:
+                raise InputError(f"{where}: field '{field}' = {value!r} is implausibly large")
             value = typ(value)
         if typ is list:
             if not all(isinstance(v, str) for v in value):
@@ -214,10 +241,35 @@ def _check(raw: object, where: str) -> dict:
         out[field] = value
     if not out["sources"]:
         raise InputError(f"{where}: field 'sources' must list at least one source")
+    _consistent(out, where)
     if out["max_warps_per_sm"] * out["warp_size"] != out["max_threads_per_sm"]:
         raise InputError(f"{where}: max_threads_per_sm ({out['max_threads_per_sm']}) must equal max_warps_per_sm x "
                          f"warp_size ({out['max_warps_per_sm']} x {out['warp_size']})")
     return out
+
+
+def _consistent(v: dict, where: str) -> None:
+    """Ratios no GPU can have: one-line errors naming the field (a spec where no block could ever run)."""
+    rules = [
+        ("warp_size", v["warp_size"] == 32, "must be 32 (every NVIDIA GPU)"),
+        ("schedulers_per_sm", v["schedulers_per_sm"] <= v["max_warps_per_sm"], "exceeds max_warps_per_sm"),
+        ("max_threads_per_block", v["max_threads_per_block"] <= v["max_threads_per_sm"], "exceeds max_threads_per_sm"),
+        ("regs_per_block", v["regs_per_block"] <= v["regs_per_sm"], "exceeds regs_per_sm"),
+        ("regs_per_sm", v["regs_per_sm"] >= v["warp_size"] * v["schedulers_per_sm"] * 8,
+         "is too small for one warp per scheduler"),
+        ("reg_alloc_granularity", v["reg_alloc_granularity"] <= v["regs_per_sm"] // v["schedulers_per_sm"],
+         "exceeds one scheduler's share of the register file"),
+        ("smem_per_block_optin_bytes", v["smem_per_block_optin_bytes"] <= v["smem_per_sm_bytes"],
+         "exceeds smem_per_sm_bytes"),
+        ("smem_alloc_granularity_bytes", v["smem_alloc_granularity_bytes"] <= v["smem_per_sm_bytes"],
+         "exceeds smem_per_sm_bytes"),
+        ("clock_boost_mhz", 100 <= v["clock_boost_mhz"] <= 10_000, "must lie between 100 and 10000 MHz"),
+        ("fp32_lanes_per_sm", v["fp32_lanes_per_sm"] <= 1024, "is implausibly large"),
+        ("sm_count", v["sm_count"] <= 100_000, "is implausibly large"),
+    ]
+    for field, ok, why in rules:
+        if not ok:
+            raise InputError(f"{where}: field '{field}' {why}")
 
 
 def load_spec_file(path: str | Path) -> GPUSpec:
@@ -227,13 +279,17 @@ def load_spec_file(path: str | Path) -> GPUSpec:
 
 
 def _alias_table() -> dict[str, str]:
+    """Names and aliases -> stem; built-in specs first, so a user's file cannot shadow them."""
     table: dict[str, str] = {}
-    for stem, path in builtin_specs().items():
-        table[stem] = stem
-        raw = read_yaml(path, "GPU spec file")
+    specs = all_specs()
+    builtin = builtin_specs()
+    for stem in list(builtin) + [s for s in specs if s not in builtin]:
+        table.setdefault(stem, stem)
+        raw = read_yaml(specs[stem], "GPU spec file")
         raw = raw if isinstance(raw, dict) else {}
-        for alias in raw.get("aliases", []) or []:
-            table[str(alias).lower()] = stem
+        aliases = raw.get("aliases", []) or []
+        for alias in aliases if isinstance(aliases, list) else []:
+            table.setdefault(str(alias).lower(), stem)
     return table
 
 
@@ -241,14 +297,15 @@ def resolve(name_or_path: str) -> GPUSpec:
     """A built-in name or alias (``h100``, ``rtx3090``) or a path to a YAML file."""
     key = name_or_path.strip().lower()
     table = _alias_table()
-    if key in table:
-        return load_spec_file(builtin_specs()[table[key]])
-    if key.replace("_", "-") in table:
-        return load_spec_file(builtin_specs()[table[key.replace("_", "-")]])
+    specs = all_specs()
+    for k in (key, key.replace("_", "-")):
+        if k in table:
+            return load_spec_file(specs[table[k]])
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml") or p.exists():
         return load_spec_file(p)
-    raise InputError(f"unknown GPU '{name_or_path}'; known: {', '.join(builtin_specs())} (or a path to a YAML file)")
+    raise InputError(f"unknown GPU '{name_or_path}'; known: {', '.join(specs)} (or a path to a YAML file; "
+                     f"`perfmodel gpus new NAME --from KNOWN` starts one)")
 
 
 def match_device_name(device_name: str) -> GPUSpec | None:

@@ -87,7 +87,7 @@ def _tile_warp(d, Bc, o):
                    p_dot=2 * nc * d, p_exp=nc, p_outer=(nc + 2 * d) * o["outer_iter"] + o["tile"],
                    p_conflict=nc * d * (wq - 1) + d * nc * (ws - 1) + d * (wq - 1) + 3 * nc * (ws - 1),
                    p_fp32=2 * nc + 9 + 2 * FP32_PER_EXP + 2 * d, p_sfu=3, p_gmem=cdiv(d, 4) + 1 + d)
-        return {k: np.where(live, v, 0) for k, v in out.items()}
+        return {k: v * live for k, v in out.items()}       # zero where the tile or warp is empty
     return g
 
 
@@ -98,7 +98,7 @@ def _kv_warp(d, o):
         w = banks.strided(d, a)
         out = dict(ldg=2 * d, sts=2 * d, st_wf=2 * d * w, sectors=2 * d * strided_sectors(a, d * F32),
                    other=2 * d * o["kvload_step"] + o["outer_iter"], st_bytes=2 * d * a * F32)
-        return {k: np.where(live, v, 0) for k, v in out.items()}
+        return {k: v * live for k, v in out.items()}       # zero where the tile or warp is empty
     return g
 
 

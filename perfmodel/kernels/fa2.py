@@ -132,7 +132,7 @@ def _j_tile(d, Br, Bc, T, pad, o):
             p_sfu=0 * nc,
             p_gmem=cdiv(nc, W) * dch,                                    # P1 rows of this warp
         )
-        return {k: np.where(live, v, 0) for k, v in out.items()}
+        return {k: v * live for k, v in out.items()}       # zero where the tile or warp is empty
     return f
 
 
