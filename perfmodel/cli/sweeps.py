@@ -55,9 +55,9 @@ def sweep(gpu_name, kernel, dtype, causal, best, as_csv, as_json, limit, out_pat
             raise InputError("-o draws one problem: give one value each of --B, --H, --N and --d")
     spec, res = _run(gpu_name, kernel, cal_path, dtype, causal, kw)
     n_fit = int(res.fits.sum())
-    err.print(f"{res.size} configurations ({n_fit} fit {spec.key}) in {res.seconds:.3f} s")
     if n_fit == 0:
-        raise InputError(f"no configuration of the sweep fits {spec.name}")
+        raise InputError(f"none of the {res.size} configurations of the sweep fits {spec.name}")
+    err.print(f"{res.size} configurations ({n_fit} fit {spec.key}) in {res.seconds:.3f} s")
     rows = res.best() if best else sorted(res.rows(), key=lambda r: r[1])
     if out_path:
         from perfmodel import plot

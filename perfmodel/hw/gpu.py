@@ -144,18 +144,10 @@ class GPUSpec:
         """Peak FP32 FLOP/s (an FMA counts 2)."""
         return self.fp32_tflops * 1e12
 
-    @property
-    def dram_bw(self) -> float:
-        """DRAM bandwidth in B/s: the measured figure where the file has one, else the datasheet's."""
-        return (self.measured_dram_bw_gbps or self.dram_bw_gbps) * 1e9
-
-    @property
-    def dram_bw_peak(self) -> float:
-        return self.dram_bw_gbps * 1e9
-
-    @property
-    def l2_bw(self) -> float:
-        return (self.measured_l2_bw_gbps or self.l2_bw_gbps) * 1e9
+    # bandwidths in B/s: dram_bw and l2_bw are the measured figure where the file has one, else the datasheet's
+    dram_bw = property(lambda self: (self.measured_dram_bw_gbps or self.dram_bw_gbps) * 1e9)
+    dram_bw_peak = property(lambda self: self.dram_bw_gbps * 1e9)
+    l2_bw = property(lambda self: (self.measured_l2_bw_gbps or self.l2_bw_gbps) * 1e9)
 
     @property
     def smem_bw(self) -> float:

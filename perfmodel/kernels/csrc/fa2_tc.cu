@@ -111,6 +111,17 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], 
 }
 
 // Two floats to a packed pair of T, lo in the low half (the lower column).
+// Two n8 tiles of accumulators (columns col and col + 1) for every m16 tile of the warp, from one ldmatrix.x4 of B.
+template <typename T, int MT, int NC>
+__device__ __forceinline__ void mma_n16(float (&acc)[MT][NC][4], int col, const uint32_t (&a)[MT][4],
+                                        const uint32_t (&f)[4]) {
+#pragma unroll
+    for (int mi = 0; mi < MT; ++mi) {
+        mma16816<T>(acc[mi][col], a[mi], f[0], f[1]);
+        mma16816<T>(acc[mi][col + 1], a[mi], f[2], f[3]);
+    }
+}
+
 template <typename T>
 __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
     uint32_t r;
@@ -250,11 +261,7 @@ __global__ void __launch_bounds__(WARPS * 32)
             for (int np = 0; np < NS / 2; ++np) {
                 uint32_t kf[4];
                 ldsm_x4(kf, sK + step_off(ka0, ks) + np * 16 * ROWB);
-#pragma unroll
-                for (int mi = 0; mi < MT; ++mi) {
-                    mma16816<T>(s[mi][2 * np], qa[mi], kf[0], kf[1]);
-                    mma16816<T>(s[mi][2 * np + 1], qa[mi], kf[2], kf[3]);
-                }
+                mma_n16<T>(s, 2 * np, qa, kf);
             }
         }
 
@@ -325,11 +332,7 @@ __global__ void __launch_bounds__(WARPS * 32)
             for (int dp = 0; dp < DP; ++dp) {
                 uint32_t vf[4];
                 ldsm_x4_t(vf, sV + step_off(va0, dp) + kk * 16 * ROWB);
-#pragma unroll
-                for (int mi = 0; mi < MT; ++mi) {
-                    mma16816<T>(o[mi][2 * dp], pa[mi], vf[0], vf[1]);
-                    mma16816<T>(o[mi][2 * dp + 1], pa[mi], vf[2], vf[3]);
-                }
+                mma_n16<T>(o, 2 * dp, pa, vf);
             }
         }
     }
