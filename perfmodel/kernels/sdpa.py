@@ -148,8 +148,8 @@ class _SDPA(Kernel):
 
 
 class SDPAFlash(_SDPA):
-    """FlashAttention-2: the MMAs and the softmax run one after another in each warp, warps in step with the
-    block's two barriers per tile (as in fa2_tc); its path costs are fa2_tc's (the same loop forms), fitted on
+    """FlashAttention-2: the same resource groups as fa2_tc (a warp's MMAs wait on its ldmatrix fragments, its
+    softmax's MUFU and FP32 work feed each other); its path costs are fa2_tc's (the same loop forms), fitted on
     fa2_tc's training split: none of sdpa-flash's own timings."""
 
     name = "sdpa-flash"

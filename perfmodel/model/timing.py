@@ -9,9 +9,11 @@ A round of r blocks costs
                 cost in cycles (calibration.path_costs);
 
 joined by a p-norm, (sum t^p)^(1/p): with few warps the path dominates, with many the pipes do, and in between
-both count. A kernel whose phases use different pipes one after another (FlashAttention-2 on tensor cores: the
-MMAs, then the softmax, every warp in step with the block's barriers) names them in ``Kernel.serial``: the times
-of the resources in one group add before joining the rest. The chip-wide rows of CHIP_RESOURCES (L2, DRAM) join the SM time the same way. Adding a resource is
+both count. A kernel whose warps use some resources one after another, each waiting on the last, names them in
+``Kernel.serial``: the times of the resources in one group add before the group joins the rest. In
+FlashAttention-2 on tensor cores a warp's MMAs wait on its own ldmatrix fragments (tensor + shared memory) and
+its softmax's MUFU and FP32 instructions feed each other (MUFU + FP32); one warp's MMAs overlap another's
+softmax, so the two groups join through the p-norm. The chip-wide rows of CHIP_RESOURCES (L2, DRAM) join the SM time the same way. Adding a resource is
 one row here (and the calibration field that prices it).
 """
 
