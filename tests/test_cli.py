@@ -120,3 +120,45 @@ def test_measure_without_torch_or_gpu_is_one_line(tmp_path):
     if has_gpu:
         pytest.skip("a GPU is present")
     assert code == 2 and out.startswith("error: ") and len(out.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["predict", "--gpu", "gtx1080", "--kernel", "fa2_tc", "--dtype", "fp16", "--N", "512", "--d", "128"],
+     "needs fp16/bf16 tensor cores"),
+    (["predict", "--gpu", "h100", "--kernel", "sdpa-flash", "--dtype", "fp16", "--N", "512", "--d", "512"],
+     "must be a multiple of 8, at most 256"),
+    (["predict", "--gpu", "h100", "--kernel", "fa2_tc", "--dtype", "fp16", "--N", "512", "--d", "96"],
+     "no compiled instance"),
+    (["sweep", "--gpu", "h100", "--kernel", "fa2", "--threads", "33"], "none of the"),
+    (["sweep", "--gpu", "h100", "--N", "1:1000000:1"], "more than 100000 values"),
+    (["sweep", "--gpu", "h100", "--csv", "--json"], "choose one"),
+    (["validate", "--gpu", "gtx1080", "examples/measurements/h100/fa2.csv"], "cannot run on NVIDIA GeForce GTX 1080"),
+])
+def test_more_bad_input_is_one_line(args, needle):
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.output
+
+
+def test_bare_command_prints_help_and_exits_0():
+    r = CliRunner().invoke(main, [])
+    assert r.exit_code == 0 and "Commands:" in r.output and "predict" in r.output
+
+
+def test_fit_from_refuses_a_bad_target(tmp_path):
+    bad = tmp_path / "c.yaml"
+    bad.write_text("values: {}\npath_fits: [1, 2]\n")
+    r = CliRunner().invoke(main, ["fit", "--from", "gpus/calibration/h100-sxm.yaml", "--kernel", "fa2",
+                                  "--calibration", str(bad)])
+    assert r.exit_code == 2 and "path_fits" in r.stderr
+
+
+def test_user_gpu_folder_and_gpus_new(tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFMODEL_GPU_PATH", str(tmp_path))
+    r = CliRunner().invoke(main, ["gpus", "new", "my4090", "--from", "rtx3090", "--dir", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    text = (tmp_path / "my4090.yaml").read_text().replace("aliases: []", "aliases: [mine]")
+    (tmp_path / "my4090.yaml").write_text(text)
+    r = CliRunner().invoke(main, ["predict", "--gpu", "mine", "--N", "512", "--Br", "32", "--Bc", "32", "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["gpu"] == "my4090"
+    r = CliRunner().invoke(main, ["gpus", "new", "h100-sxm", "--from", "rtx3090", "--dir", str(tmp_path)])
+    assert r.exit_code == 2 and "exists already" in r.stderr

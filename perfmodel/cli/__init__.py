@@ -16,7 +16,7 @@ class Group(click.Group):
     def main(self, args=None, prog_name=None, **kwargs):
         import sys as _sys
 
-        if (args if args is not None else _sys.argv[1:]) == []:
+        if not list(args if args is not None else _sys.argv[1:]):
             click.echo(self.get_help(click.Context(self, info_name=prog_name or "perfmodel")))
             _sys.exit(0)
         try:

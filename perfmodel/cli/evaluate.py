@@ -77,6 +77,9 @@ def _rewrite_calibration(cal_path, update) -> None:
     header = "".join(line for line in read_text(cal_path, "calibration file").splitlines(keepends=True)
                      if line.startswith("#"))
     raw = read_yaml(cal_path, "calibration file")
+    if not isinstance(raw, dict) or not isinstance(raw.get("path_fits") or {}, dict):
+        raise InputError(f"{cal_path}: not a calibration file with a 'path_fits' mapping")
+    raw["path_fits"] = raw.get("path_fits") or {}
     update(raw)
     with open(cal_path, "w") as f:
         f.write(header)
@@ -108,9 +111,11 @@ def fit(files, kernel, gpu_name, cal_path, from_path):
             raise InputError("--from carries costs over; it takes no measurement files")
         from perfmodel.errors import read_yaml
         src = read_yaml(from_path, "calibration file")
-        entry = (src.get("path_fits") or {}).get(kernel) if isinstance(src, dict) else None
-        if not entry:
+        fits = src.get("path_fits") if isinstance(src, dict) else None
+        entry = fits.get(kernel) if isinstance(fits, dict) else None
+        if not isinstance(entry, dict):
             raise InputError(f"{from_path} has no fitted path costs for {kernel}")
+        calibration._costs(from_path, f"path_fits.{kernel}.costs", entry.get("costs"))   # finite, known features
         entry = dict(entry, carried_over={"from": str(from_path), "command": _command()})
         _rewrite_calibration(cal_path, lambda raw: raw.setdefault("path_fits", {}).__setitem__(kernel, entry))
         err.print(f"carried path_fits.{kernel} from {from_path} into {cal_path}")

@@ -52,6 +52,8 @@ def parse_values(name: str, text: str, lo: int = 1) -> list[int]:
                 vals = list(range(a, b + 1, s))
         else:
             vals = [int(v) for v in re.split(r"\s*,\s*", text) if v != ""]
+    except InputError:
+        raise
     except ValueError:
         raise bad from None
     if not vals:

@@ -158,10 +158,11 @@ class Kernel(ABC):
 
     # --- fit --------------------------------------------------------------------------------------------
     def limits(self, gpu, shape: AttentionShape, tiles: Tiles) -> list[tuple[object, str]]:
-        """(ok array, reason) pairs every launch must meet; kernels add their own with ``constraints``."""
+        """(ok array, reason) pairs every launch must meet: the kernel's own (``constraints``: what it needs of the
+        GPU and the problem, its compiled tiles) first, then the GPU's launch limits."""
         threads = np.asarray(tiles.threads)
         smem = self.smem_bytes(shape, tiles)
-        return [
+        return self.constraints(gpu, shape, tiles) + [
             (threads <= gpu.max_threads_per_block,
              f"{{threads}} threads per block; {gpu.name} allows at most {gpu.max_threads_per_block}"),
             (threads * np.asarray(self.facts(gpu.sm)[0].regs) <= gpu.regs_per_block,
@@ -170,10 +171,19 @@ class Kernel(ABC):
             (smem <= gpu.smem_per_block_optin_bytes,
              f"tile {{tiles}} needs {{smem}} B of shared memory per block; {gpu.name} allows at most "
              f"{gpu.smem_per_block_optin_bytes} B"),
-        ] + self.constraints(gpu, shape, tiles)
+        ]
 
     def constraints(self, gpu, shape: AttentionShape, tiles: Tiles) -> list[tuple[object, str]]:
         return []
+
+    @staticmethod
+    def tensor_core_limits(gpu, shape: AttentionShape, max_d: int = 256) -> list[tuple[object, str]]:
+        """What every fp16/bf16 tensor-core kernel here needs: mma.sync (sm_80 or newer) and its head dims."""
+        d = np.asarray(shape.d)
+        has_mma = bool(gpu.tensor_flops(shape.dtype)) and gpu.sm >= "sm_80"
+        return [(np.asarray(has_mma), f"needs fp16/bf16 tensor cores with mma.sync (sm_80 or newer); {gpu.name} is "
+                                      f"{gpu.sm}"),
+                ((d % 8 == 0) & (d <= max_d), f"head dimension d={{d}} must be a multiple of 8, at most {max_d}")]
 
     def fits(self, gpu, shape: AttentionShape, tiles: Tiles):
         ok = True
@@ -186,7 +196,8 @@ class Kernel(ABC):
         for cond, reason in self.limits(gpu, shape, tiles):
             if not bool(np.all(cond)):
                 desc = ", ".join(f"{k}={getattr(tiles, k)}" for k in self.Tiles.fields())
-                return f"{self.name}: " + reason.format(threads=int(np.asarray(tiles.threads)), tiles=desc + f", d={shape.d}",
+                return f"{self.name}: " + reason.format(threads=int(np.asarray(tiles.threads)),
+                                                        tiles=desc + f", d={shape.d}", d=shape.d,
                                                         smem=int(np.asarray(self.smem_bytes(shape, tiles))))
         return None
 

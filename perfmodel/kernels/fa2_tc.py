@@ -179,7 +179,8 @@ class FA2TC(Kernel):
         for inst in INSTANCES:
             compiled |= (d == inst[0]) & (Br == inst[1]) & (Bc == inst[2]) & (W == inst[3])
         listing = "; ".join(f"d={i[0]}: {i[1]}x{i[2]}/{i[3]}w" for i in INSTANCES)
-        return [(compiled, f"no compiled instance for {{tiles}} (compiled: {listing})")]
+        return self.tensor_core_limits(gpu, shape) + [
+            (compiled, f"no compiled instance for {{tiles}} (compiled: {listing})")]
 
     def head_counts(self, shape, tiles, facts):
         return head_counts_fa2(shape.N, shape.d, tiles.Br, tiles.Bc, tiles.warps, shape.causal,

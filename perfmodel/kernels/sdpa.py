@@ -109,6 +109,9 @@ class _SDPA(Kernel):
     def sweep_values(self, name):
         return None
 
+    def constraints(self, gpu, shape, tiles):
+        return self.tensor_core_limits(gpu, shape)
+
     def grid_blocks(self, shape, tiles):
         return arr(shape.B) * arr(shape.H) * cdiv(shape.N, tiles.Br) * arr(tiles.splits)
 
