@@ -2,6 +2,8 @@
 
 Every key carries its unit in its name (``_mhz``, ``_bytes``, ``_gbps`` = 1e9 B/s, ``_tflops`` = 1e12 FLOP/s,
 ``_cycles`` = SM clock cycles). Units are converted once, here, into the properties of :class:`GPUSpec`.
+(Over 300 lines because the schema table and the dataclass list every field once each; splitting them would put
+one schema in two files.)
 """
 
 from __future__ import annotations
