@@ -145,7 +145,8 @@ def render_prediction(console: Console, d: dict) -> None:
     times.add_column("resource")
     times.add_column("time alone", justify="right")
     for k, v in sorted(d["times_s"].items(), key=lambda kv: -kv[1]):
-        times.add_row(k + (" ◀ bound" if k == d["bound"] else ""), si(v, "s"))
+        if v or k == d["bound"]:                       # pipes the kernel does not use (tensor cores, say) left out
+            times.add_row(k + (" ◀ bound" if k == d["bound"] else ""), si(v, "s"))
     console.print(times)
     console.print(f"predicted time: [bold]{si(d['time_s'], 's')}[/bold]  (bound: {d['bound']})   "
                   f"roofline time: {si(d['roofline_time_s'], 's')}")
