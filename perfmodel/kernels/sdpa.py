@@ -183,15 +183,18 @@ class SDPACudnn(_SDPA):
     description = ("PyTorch SDPA's cuDNN backend, modelled as a FlashAttention-3-class Hopper kernel (FA3's tiles; "
                    "assumptions in the README)")
     backend = "CUDNN_ATTENTION"
+    # a warpgroup's softmax: its MUFU and FP32 work feed each other (the rule chosen on fa2_tc's training split);
+    # warpgroup MMAs read shared memory asynchronously, so they form no group with it
+    serial = (("sfu", "fp32"),)
     # FA3-class kernels cap registers with setmaxnreg (FA3: 240 for 2 consumer warpgroups, 160 for 3); the
     # block-average 168 lets 384 threads fit a 64 K register file, as FA3's budgets do (reference/tensorcore.md)
     arch = {"sm_90": ArchFacts(regs=168, source="estimate from FA3's register budgets",
                                overheads={"tile": 60, "kstep": 2, "mask_elem": 1})}
 
     def head_counts(self, shape, tiles, facts):
-        """FA2's counts with the MMAs as warpgroup MMAs (same FLOPs); softmax overlapped with them (FA3's
-        ping-pong and intra-warpgroup pipelining), so no serial groups. A warpgroup MMA reads its shared-memory
-        operands once for the four warps (no per-warp ldmatrix): a quarter of FA2's operand traffic."""
+        """FA2's counts with the MMAs as warpgroup MMAs (same FLOPs); one warpgroup's softmax overlapped with the
+        other's MMAs (FA3's ping-pong). A warpgroup MMA reads its shared-memory operands once for the four warps
+        (no per-warp ldmatrix): a quarter of FA2's operand traffic."""
         c = super().head_counts(shape, tiles, facts)
         ld = c.warp_ldsm / 4
         return dataclasses.replace(c, warp_wgmma=c.warp_mma, warp_mma=0 * c.warp_mma, warp_ldsm=0 * ld,
