@@ -93,3 +93,29 @@ def test_spec_files_never_fail_badly(tmp_path_factory, text, binary):
     for f in ("t.yaml", "b.yaml"):
         _check(["gpus", "show", str(d / f)])
         _check(["predict", "--gpu", str(d / f), "--N", "64", "--Br", "16", "--Bc", "16", "--json"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(gpu=GPUS, kernel=KERNELS, N=NUMBERS, Br=st.one_of(st.none(), NUMBERS), dtype=DTYPES,
+       out=st.sampled_from(["r.png", "r.jpg", "", "missing/r.png", ".", "r.svg"]),
+       measured=st.sampled_from([None, "examples/measurements/h100/fa2.csv", "README.md", "/nonexistent.csv"]))
+def test_roofline_never_fails_badly(tmp_path_factory, gpu, kernel, N, Br, dtype, out, measured):
+    d = tmp_path_factory.mktemp("r")
+    args = ["roofline", "--gpu", gpu, "--kernel", kernel, "-o", str(d / out) if out else ""] + \
+        _opts(N=N, Br=Br, dtype=dtype, measured=measured)
+    _check(args)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(kernel=KERNELS, cal=st.sampled_from(["values: {}\n", "values: {path_cycles: 5}\n", "[]\n", "values: {}\npath_fits: [1]\n",
+                                             "values: {dram_bw_bps: .inf}\n", "\xff"]),
+       from_=st.booleans())
+def test_fit_never_fails_badly(tmp_path_factory, kernel, cal, from_):
+    d = tmp_path_factory.mktemp("f")
+    p = d / "c.yaml"
+    p.write_text(cal)
+    if from_:
+        args = ["fit", "--from", "gpus/calibration/h100-sxm.yaml", "--kernel", kernel, "--calibration", str(p)]
+    else:
+        args = ["fit", "examples/measurements/h100/smoke/smoke-fa1.csv", "--kernel", kernel, "--calibration", str(p)]
+    _check(args)

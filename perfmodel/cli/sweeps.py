@@ -56,7 +56,8 @@ def sweep(gpu_name, kernel, dtype, causal, best, as_csv, as_json, limit, out_pat
     spec, res = _run(gpu_name, kernel, cal_path, dtype, causal, kw)
     n_fit = int(res.fits.sum())
     if n_fit == 0:
-        raise InputError(f"none of the {res.size} configurations of the sweep fits {spec.name}")
+        raise InputError(f"none of the {res.size} configurations of the sweep fits {spec.name} "
+                         f"({res.why_first_unfit()})")
     err.print(f"{res.size} configurations ({n_fit} fit {spec.key}) in {res.seconds:.3f} s")
     rows = res.best() if best else sorted(res.rows(), key=lambda r: r[1])
     if out_path:
@@ -135,15 +136,15 @@ def roofline(gpu_name, kernel, dtype, causal, measured_path, out_path, cal_path,
 
     figure_path(out_path)
     spec, res = _run(gpu_name, kernel, cal_path, dtype, causal, kw, explore=False)
-    for p in res.unfit():
-        err.print(f"skipped (does not fit {spec.key}): " + " ".join(f"{a}={v}" for a, v in p.items()))
     sets = dataset.load([measured_path]) if measured_path else []
     points = figures.roofline_points(res, sets)
     if not points:
-        raise InputError("no configuration fits this GPU")
+        raise InputError(f"no configuration fits {spec.name}" + (f" ({res.why_first_unfit()})" if res.size else ""))
     if len(points) > MAX_ROOFLINE_POINTS:
         raise InputError(f"{len(points)} configurations: a roofline stays readable with at most "
                          f"{MAX_ROOFLINE_POINTS}; give fewer values")
+    for p in res.unfit():
+        err.print(f"skipped (does not fit {spec.key}): " + " ".join(f"{a}={v}" for a, v in p.items()))
     shared = " ".join(f"{a}={res.values[a][0]}" for a in res.axes if len(res.values[a]) == 1)
     title = f"{kernel} on {spec.name}: {shared} ({dtype}{', causal' if causal else ''})"
     fig = plot.roofline(res.prediction.ceilings, points, title, dtype)

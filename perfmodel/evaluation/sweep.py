@@ -88,6 +88,18 @@ class SweepResult:
         ix = np.nonzero(self.fits)
         return list(zip(self.params_at(ix), self.time_s[ix].tolist(), self.bound[ix].tolist()))
 
+    def why_first_unfit(self) -> str:
+        """The reason the first non-fitting configuration does not fit, in one line."""
+        from perfmodel.kernels import get
+        from perfmodel.shape import AttentionShape
+
+        params = self.unfit()
+        if not params:
+            return ""
+        p, k = params[0], get(self.kernel)
+        shape = AttentionShape(*(p[a] for a in AXES), self.prediction.shape.dtype, self.prediction.shape.causal)
+        return k.why_not(self.prediction.gpu, shape, k.Tiles(**{f: p[f] for f in k.Tiles.fields()})) or ""
+
     def unfit(self) -> list[dict]:
         """The parameters of every configuration that does not fit the GPU."""
         return self.params_at(np.nonzero(~self.fits))
