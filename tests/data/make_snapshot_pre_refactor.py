@@ -1,4 +1,5 @@
-"""Snapshot of the pre-refactor predictions of every committed row (both GPUs, both kernels, fitted and probe-only)."""
+"""Snapshot of the pre-refactor predictions of every committed row (both GPUs, both kernels, fitted and probe-only).
+Runs on the code before the kernel-interface refactor (git checkout cc76299 -- perfmodel), not on the current API."""
 import csv, json, glob
 import numpy as np
 from perfmodel import calibration, gpu as gpu_mod, model
