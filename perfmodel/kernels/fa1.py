@@ -166,9 +166,9 @@ class FA1(Kernel):
         return _head_counts(shape.N, shape.d, tiles.Br, tiles.Bc, facts.overheads)
 
     def runner(self, torch, ext, shape, tiles):
-        from perfmodel.measure.runner import Fp32Runner
+        from perfmodel.measure.runner import Runner as Base
 
-        class Runner(Fp32Runner):
+        class Runner(Base):
             """fa1 keeps O, l and m in global memory between K/V tiles: it reads zeros, zeros and -inf."""
 
             def __init__(self):

@@ -210,9 +210,9 @@ class FA2(Kernel):
         return _head_counts(shape.N, shape.d, tiles.Br, tiles.Bc, tiles.threads, tiles.pad, facts.overheads)
 
     def runner(self, torch, ext, shape, tiles):
-        from perfmodel.measure.runner import Fp32Runner
+        from perfmodel.measure.runner import Runner as Base
 
-        class Runner(Fp32Runner):
+        class Runner(Base):
             def launch(self, Q, K, V):
                 ext.fa2_forward(Q, K, V, self.O, int(tiles.Br), int(tiles.Bc), int(tiles.threads), int(tiles.pad))
 

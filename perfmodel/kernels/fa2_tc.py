@@ -187,14 +187,9 @@ class FA2TC(Kernel):
                                shape.element_bytes, facts.overheads)
 
     def runner(self, torch, ext, shape, tiles):
-        from perfmodel.measure.runner import Fp32Runner
+        from perfmodel.measure.runner import Runner as Base
 
-        class Runner(Fp32Runner):
-            tolerance = {"fp16": 2e-3, "bf16": 1.5e-2}[shape.dtype]   # relative Frobenius error vs float64
-
-            def torch_dtype(self):
-                return {"fp16": torch.float16, "bf16": torch.bfloat16}[shape.dtype]
-
+        class Runner(Base):
             def launch(self, Q, K, V):
                 ext.fa2_tc_forward(Q, K, V, self.O, int(tiles.Br), int(tiles.Bc), int(tiles.warps),
                                    bool(shape.causal))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfmodel.kernels.base import ArchFacts, Kernel, Tiles, register
+from perfmodel.kernels.base import ArchFacts, Kernel, register
 from perfmodel.kernels.common import arr, cdiv
 from perfmodel.kernels.fa2_tc import FA2TCTiles, head_counts_fa2
 
@@ -123,18 +123,13 @@ class _SDPA(Kernel):
                                facts.overheads, q_in_registers=False, splits=tiles.splits)
 
     def runner(self, torch, ext, shape, tiles):
-        from perfmodel.measure.runner import Fp32Runner
+        from perfmodel.measure.runner import Runner as Base
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
         backend = getattr(SDPBackend, self.backend)
         F = torch.nn.functional
 
-        class Runner(Fp32Runner):
-            tolerance = {"fp16": 2e-3, "bf16": 1.5e-2}[shape.dtype]
-
-            def torch_dtype(self):
-                return {"fp16": torch.float16, "bf16": torch.bfloat16}[shape.dtype]
-
+        class Runner(Base):
             def launch(self, Q, K, V):
                 with sdpa_kernel([backend]):
                     out = F.scaled_dot_product_attention(Q, K, V, is_causal=bool(shape.causal))

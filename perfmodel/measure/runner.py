@@ -125,16 +125,19 @@ def reference(torch, Q, K, V, causal: bool = False, max_bytes: int = 1 << 31):
     return out.reshape(B, H, N, d)
 
 
-class Fp32Runner:
-    """Buffers and checks for a kernel with float32 Q, K, V and O of shape (B, H, N, d). A kernel's module
-    subclasses it and supplies ``launch`` and ``attributes`` (and ``setup`` if its contract needs one).
-    O lives in a buffer with a NaN guard region behind it: a write past the end is caught."""
+# relative Frobenius error against the float64 reference a correct kernel stays under, per element type
+TOLERANCE = {"fp32": 1e-5, "fp16": 2e-3, "bf16": 1.5e-2}
 
-    dtype_name = "fp32"
-    tolerance = 1e-5              # relative Frobenius error against the float64 reference
+
+class Runner:
+    """Buffers and checks for a kernel with Q, K, V and O of shape (B, H, N, d) in the shape's dtype. A kernel's
+    module subclasses it and supplies ``launch`` and ``attributes`` (and ``setup`` if its contract needs one;
+    ``timed_launch`` if what is timed differs from what is checked). O lives in a buffer with a NaN guard region
+    behind it: a write past the end is caught."""
 
     def __init__(self, torch, shape, extra: tuple = ()):
         self.torch, self.shape = torch, shape
+        self.tolerance = TOLERANCE[shape.dtype]
         B, H, N, d = (int(x) for x in (shape.B, shape.H, shape.N, shape.d))
         numel = B * H * N * d
         self.guard = 1024
@@ -146,7 +149,7 @@ class Fp32Runner:
             self.extra[name] = getattr(self, name)
 
     def torch_dtype(self):
-        return self.torch.float32
+        return {"fp32": self.torch.float32, "fp16": self.torch.float16, "bf16": self.torch.bfloat16}[self.shape.dtype]
 
     def inputs(self, seed: int):
         g = self.torch.Generator(device="cuda").manual_seed(seed)
@@ -163,6 +166,10 @@ class Fp32Runner:
 
     def launch(self, Q, K, V):
         raise NotImplementedError
+
+    def timed_launch(self, Q, K, V):
+        """What the timing runs: the checked launch, unless a kernel's check needs more (a copy into O, say)."""
+        self.launch(Q, K, V)
 
     def attributes(self) -> dict:
         raise NotImplementedError
@@ -260,11 +267,10 @@ def measure(configs: list[Config], out: Path, spec: GPUSpec | None, flush: bool 
             Q, K, V = runner.inputs(seed + 1)
             attrs = runner.attributes()
             runner.setup()
-            getattr(runner, "timed_launch", runner.launch)(Q, K, V)    # warm the clocks before the first reading
+            runner.timed_launch(Q, K, V)    # warm the clocks before the first reading
             torch.cuda.synchronize()
             before = clock.sm_mhz()
-            timed = getattr(runner, "timed_launch", runner.launch)   # without a check-only output copy
-            t = bencher.run(lambda: timed(Q, K, V), setup=runner.setup, min_runs=min_runs)
+            t = bencher.run(lambda: runner.timed_launch(Q, K, V), setup=runner.setup, min_runs=min_runs)
             after = clock.sm_mhz()
             rows.add(dict(key, median_ms=f"{t.median_ms:.6g}", p20_ms=f"{t.p20_ms:.6g}", p80_ms=f"{t.p80_ms:.6g}",
                           n_runs=t.n_runs, rel_err=f"{err:.3g}", regs_per_thread=attrs["regs_per_thread"],
