@@ -74,7 +74,7 @@ def prediction_dict(pred) -> dict:
         "params": dict(B=int(s.B), H=int(s.H), N=int(s.N), d=int(s.d), dtype=s.dtype, causal=bool(s.causal),
                        **{k: int(np.asarray(getattr(pred.tiles, k))) for k in pred.tiles.fields()}),
         "calibration": pred.calibration.source,
-        "constants": pred.calibration.describe(pred.kernel),
+        "constants": pred.constants,
         "path_costs": pred.path_costs,
         "ceilings": pred.ceilings.basis,
         "notes": list(pred.notes),

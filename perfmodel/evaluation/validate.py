@@ -144,8 +144,9 @@ def evaluate(sets: list[MeasurementSet], gpu_name: str | None = None, cal_path: 
         P = {k: ms.cols[k] for k in AXES + ("Br", "Bc", "threads", "pad")}
         P.update(dtype=ms.dtype, causal=ms.causal)
         sd = np.asarray(seed.predict(spec, P["B"], P["H"], P["N"], P["d"], P["Br"], P["Bc"]).time_s, float)
+        key = get_kernel(ms.kernel).fit_key
         out.append(Evaluation(ms.kernel, spec.key, len(ms), P, ms.measured_s, pred, sd, list(ms.files), split,
-                              cal.fitted(ms.kernel), cal.describe(ms.kernel)))
+                              cal.fitted(key), cal.describe(key, ms.kernel)))
     if not out:
         raise InputError(f"no rows in the '{split}' split")
     return out

@@ -43,39 +43,39 @@ class Calibration:
         """'probe' (this GPU's own probe file) or 'spec' (spec sheet + architecture constants)."""
         return "probe" if self.source.endswith(".yaml") else "spec"
 
-    def path_costs(self, kernel: str) -> dict:
-        """Cycles per step of each path feature, for one kernel (a kernel name, or a Kernel whose
-        ``path_costs_from`` names the kernel whose fitted costs it shares)."""
+    # ``key``: the kernel whose fitted path costs apply (a kernel's ``Kernel.fit_key``: its own name, or the
+    # kernel whose loop forms it shares)
+    def path_costs(self, key: str) -> dict:
+        """Cycles per step of each path feature, for the kernel ``key``."""
         costs = dict(self.path_cycles)
-        costs.update(self.path_fits.get(_fit_key(kernel), {}).get("costs", {}))
+        costs.update(self.path_fits.get(key, {}).get("costs", {}))
         return costs
 
-    def fitted(self, kernel) -> bool:
-        return _fit_key(kernel) in self.path_fits
+    def fitted(self, key: str) -> bool:
+        return key in self.path_fits
 
-    def describe(self, kernel: str | None = None) -> str:
+    def describe(self, key: str | None = None, kernel: str | None = None) -> str:
         """Where the constants come from, in words: probed on this GPU, or the spec with its architecture's
-        constants (transferred from another GPU's probe, published figures, estimates); and the path costs."""
+        constants (transferred from another GPU's probe, published figures, estimates); and the path costs of
+        ``kernel`` (whose fitted costs are ``key``'s)."""
         text = (f"probed on this GPU ({self.source})" if self.basis == "probe"
                 else f"{self.source}: {self.basis_note}")
-        if kernel is not None and self.fitted(kernel):
-            fit = self.path_fits[_fit_key(kernel)]
+        if key is not None and self.fitted(key):
+            fit = self.path_fits[key]
             donor = fit.get("carried_from") or (fit.get("carried_over") or {}).get("from")
             text += ("; path costs fitted on a training split" + (f" of {donor}" if donor else "")
-                     + (f" of {_fit_key(kernel)}" if _fit_key(kernel) != kernel else ""))
+                     + (f" of {key}" if kernel not in (None, key) else ""))
         return text
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
 
-def _fit_key(kernel) -> str:
-    if isinstance(kernel, str):
-        from perfmodel.kernels import REGISTRY
-        kernel = REGISTRY.get(kernel, kernel)
-    if isinstance(kernel, str):
-        return kernel
-    return kernel.path_costs_from or kernel.name
+def _tensor_flops_per_clk(gpu: GPUSpec) -> float | None:
+    """Dense fp16 tensor FLOPs per SM clock: the datasheet's peak is quoted at the tensor clock, and per clock
+    the rate is the architecture's. None without tensor cores."""
+    peak = gpu.tensor_flops("fp16")
+    return peak / (gpu.sm_count * (gpu.clock_tensor_mhz or gpu.clock_boost_mhz) * 1e6) if peak else None
 
 
 def spec_mma_cycles(gpu: GPUSpec) -> float:
@@ -84,11 +84,9 @@ def spec_mma_cycles(gpu: GPUSpec) -> float:
     Ampere), at the SM clock the model runs at."""
     from perfmodel.hw import arch
 
-    peak = gpu.tensor_flops("fp16")
-    if not peak:
+    per_clk = _tensor_flops_per_clk(gpu)
+    if not per_clk:
         return 1e9                                   # no tensor cores: a tensor instruction never runs
-    # the datasheet's peak is quoted at the tensor clock; per SM clock the rate is the architecture's
-    per_clk = peak / (gpu.sm_count * (gpu.clock_tensor_mhz or gpu.clock_boost_mhz) * 1e6)
     return 4096 / per_clk / arch.value(arch.nearest(gpu.sm), "mma_sync_fraction", 1.0)
 
 
@@ -97,10 +95,9 @@ def spec_wgmma_cycles(gpu: GPUSpec) -> float:
     from perfmodel.hw import arch
 
     frac = arch.value(arch.nearest(gpu.sm), "wgmma_fraction", 0.0)
-    peak = gpu.tensor_flops("fp16")
-    if not frac or not peak or gpu.sm != "sm_90":
+    per_clk = _tensor_flops_per_clk(gpu)
+    if not frac or not per_clk or gpu.sm != "sm_90":
         return 1e9                                   # no warpgroup MMAs on this architecture
-    per_clk = peak / (gpu.sm_count * (gpu.clock_tensor_mhz or gpu.clock_boost_mhz) * 1e6)
     return 4096 / per_clk / frac
 
 
@@ -121,7 +118,8 @@ def from_spec(gpu: GPUSpec) -> Calibration:
     donor_key = head.get("path_fits_from")
     if donor_key and donor_key != gpu.key and (builtin_dir() / "calibration" / f"{donor_key}.yaml").exists():
         raw = read_yaml(builtin_dir() / "calibration" / f"{donor_key}.yaml", "calibration file")
-        fits = {k: {"costs": dict(v.get("costs", {})), "carried_from": donor_key}
+        donor = builtin_dir() / "calibration" / f"{donor_key}.yaml"
+        fits = {k: {"costs": _costs(donor, f"path_fits.{k}.costs", v.get("costs")), "carried_from": donor_key}
                 for k, v in ((raw or {}).get("path_fits") or {}).items()}
     note = head.get("basis", sm) + ("" if sm == gpu.sm else f"; {sm} constants assumed for {gpu.sm}")
     return Calibration(

@@ -136,6 +136,11 @@ class Kernel(ABC):
     @abstractmethod
     def smem_bytes(self, shape: AttentionShape, tiles: Tiles): ...
 
+    @property
+    def fit_key(self) -> str:
+        """Whose fitted path costs this kernel uses (its own, or those of the kernel whose loop forms it shares)."""
+        return self.path_costs_from or self.name
+
     def resolve(self, gpu, shape: AttentionShape, tiles: Tiles) -> Tiles:
         """The tiles the launch really uses on this GPU. Bundled kernels run what they are given; a library
         kernel (PyTorch's) picks its own from the problem and the GPU, and overrides this."""
@@ -162,11 +167,12 @@ class Kernel(ABC):
         GPU and the problem, its compiled tiles) first, then the GPU's launch limits."""
         threads = np.asarray(tiles.threads)
         smem = self.smem_bytes(shape, tiles)
+        regs = self.facts(gpu.sm)[0].regs
         return self.constraints(gpu, shape, tiles) + [
             (threads <= gpu.max_threads_per_block,
              f"{{threads}} threads per block; {gpu.name} allows at most {gpu.max_threads_per_block}"),
-            (threads * np.asarray(self.facts(gpu.sm)[0].regs) <= gpu.regs_per_block,
-             f"{{threads}} threads x {self.facts(gpu.sm)[0].regs} registers exceed the {gpu.regs_per_block} "
+            (threads * regs <= gpu.regs_per_block,
+             f"{{threads}} threads x {regs} registers exceed the {gpu.regs_per_block} "
              f"registers a block may hold on {gpu.name}"),
             (smem <= gpu.smem_per_block_optin_bytes,
              f"tile {{tiles}} needs {{smem}} B of shared memory per block; {gpu.name} allows at most "

@@ -38,6 +38,8 @@ class Prediction:
     timing: timing.Timing
     ceilings: Ceilings
     roofline_time_s: np.ndarray
+    path_costs: str = "spec"     # where the latency-path costs come from: 'fitted' (training split), 'probe', 'spec'
+    constants: str = ""          # where all the constants come from, in words (calibration.describe)
     notes: tuple = ()
 
     @property
@@ -47,13 +49,6 @@ class Prediction:
     @property
     def bound(self):
         return self.timing.bound
-
-    @property
-    def path_costs(self) -> str:
-        """Where the latency-path costs come from: 'fitted' on a training split, 'probe', or 'spec'."""
-        from perfmodel.kernels import get
-
-        return "fitted" if self.calibration.fitted(get(self.kernel)) else self.calibration.basis
 
 
 def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, cal: Calibration,
@@ -66,7 +61,7 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
     c = kernel.counts(shape, tiles, facts)
     bpsm = occupancy.blocks_per_sm(gpu, launch.threads, launch.regs, launch.smem_bytes)
     mem = memory.traffic(c, shape.heads, launch.grid_blocks, bpsm, gpu.sm_count, cal.l2_effective_bytes)
-    t = timing.predict(c, mem, launch.grid_blocks, launch.threads, bpsm, gpu, cal, kernel, kernel.serial)
+    t = timing.predict(c, mem, launch.grid_blocks, launch.threads, bpsm, gpu, cal, kernel.fit_key, kernel.serial)
     ceil = ceilings(gpu, cal)
     roof = np.maximum(c.flops / ceil.compute_flops(shape.dtype), mem.dram_bytes / ceil.dram_bps)
     grid = np.asarray(launch.grid_blocks)
@@ -75,4 +70,6 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
         kernel=kernel.name, gpu=gpu, calibration=cal, shape=shape, tiles=tiles, counts=c, launch=launch,
         blocks_per_sm=bpsm, waves=occupancy.waves(gpu, grid, bpsm),
         warps_per_sm=np.minimum(bpsm, np.ceil(grid / gpu.sm_count)) * warps_per_block,
-        traffic=mem, timing=t, ceilings=ceil, roofline_time_s=roof, notes=(note,) if note else ())
+        traffic=mem, timing=t, ceilings=ceil, roofline_time_s=roof,
+        path_costs="fitted" if cal.fitted(kernel.fit_key) else cal.basis,
+        constants=cal.describe(kernel.fit_key, kernel.name), notes=(note,) if note else ())

@@ -85,9 +85,10 @@ def path_cycles(c: Counts, costs: dict):
 
 
 def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, cal: Calibration,
-            kernel: str, serial: tuple = ()) -> Timing:
+            fit_key: str, serial: tuple = ()) -> Timing:
     """Seconds for each launch. Computed in float32 (7 significant digits, far below the model's own error),
-    which keeps a million-configuration sweep near a second. ``mem``: the DRAM traffic (model.memory)."""
+    which keeps a million-configuration sweep near a second. ``mem``: the DRAM traffic (model.memory);
+    ``fit_key``: whose fitted path costs apply (Kernel.fit_key)."""
     f32 = np.float32
     grid = np.asarray(grid_blocks, dtype=f32)
     bpsm = np.asarray(blocks_per_sm).astype(f32)
@@ -108,7 +109,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         per_used = r / used
         return {res.name: (per_used if res.per_subpartition else r) * work * cyc for work, cyc, res in per_block}
 
-    lat = np.asarray(path_cycles(c, cal.path_costs(kernel)), dtype=f32)     # kernel: a Kernel or its name
+    lat = np.asarray(path_cycles(c, cal.path_costs(fit_key)), dtype=f32)
 
     def round_cycles(r):
         t = thr_cycles(r)
