@@ -39,11 +39,15 @@ def load_calibration(spec: GPUSpec, calibration=None, use_builtin: bool = True, 
 
 def configure(kernel: str, B, H, N, d, dtype="fp32", causal=False, gpu=None, **tiles):
     """(Kernel, AttentionShape, Tiles), validated: sizes, dtype and causal support, tile parameters (defaults may
-    depend on the GPU: a library kernel's tile table does)."""
+    depend on the GPU: a library kernel's tile table does), and, with a GPU, that the launch fits it."""
     k = get_kernel(kernel)
     shape = make_shape(B, H, N, d, dtype, causal)
     k.check_shape(shape)
-    return k, shape, k.make_tiles(shape, gpu, **tiles)
+    t = k.make_tiles(shape, gpu, **tiles)
+    reason = k.why_not(gpu, shape, t) if gpu is not None else None
+    if reason:
+        raise InputError(reason)
+    return k, shape, t
 
 
 @dataclass(frozen=True)
@@ -68,9 +72,6 @@ def predict(gpu="h100", kernel: str = DEFAULT, B=DEFAULT_SIZES["B"], H=DEFAULT_S
     ``calibration``: a calibration YAML (default: the GPU's shipped one, if any)."""
     spec = load_gpu(gpu)
     k, shape, t = configure(kernel, B, H, N, d, dtype, causal, gpu=spec, **tiles)
-    reason = k.why_not(spec, shape, t)
-    if reason:
-        raise InputError(reason)
     if regs is not None:
         regs = positive_int("regs", regs)
         if regs > spec.max_regs_per_thread:

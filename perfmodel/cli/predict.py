@@ -29,11 +29,7 @@ def predict(gpu_name, kernel, which, cal_path, regs, as_json, **kw):
         from perfmodel.model import seed
 
         spec = api.load_gpu(gpu_name)
-        k, shape, t = api.configure(kernel, **kw, **tiles)
-        reason = k.why_not(spec, shape, t)
-        if reason:
-            from perfmodel.errors import InputError
-            raise InputError(reason)
+        k, shape, t = api.configure(kernel, **kw, **tiles, gpu=spec)
         params = dict(shape.as_dict(), **{f: getattr(t, f) for f in t.fields()})
         sp = seed.predict(spec, shape.B, shape.H, shape.N, shape.d, t.Br, t.Bc)
         result = report.seed_dict(spec, kernel, params, sp)

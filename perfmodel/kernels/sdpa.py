@@ -80,10 +80,6 @@ class SDPATiles(FA2TCTiles):
     splits: object = 1
 
     @classmethod
-    def from_columns(cls, cols):
-        return cls(Br=cols["Br"], Bc=cols["Bc"], warps=np.asarray(cols["threads"]) // 32)
-
-    @classmethod
     def fields(cls):
         return ("Br", "Bc", "warps")
 
