@@ -5,7 +5,9 @@
 # first and new rows are appended to the copy; copy it back into the repo afterwards.
 #
 #   scripts/gpu_run.sh STEP [MAX_SECONDS]
-#   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | ncu | ncu-tc | bench-tc | all
+#   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | ncu | ncu-tc | bench-tc | all
+#   retime-tc: measure again the tensor-core rows whose recorded timing was disturbed (measure --retime-unstable);
+#   everything it writes is packed into \$OUT/retime.tar.gz (the machine returns at most 8 files)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step=${1:-all}
@@ -26,7 +28,7 @@ measure() {  # kernel grid
   local k=$1 grid=$2
   [ -f "$data/$k.csv" ] && cp "$data/$k.csv" "$OUT/$k.csv"
   [ -f "$data/$k.skipped.csv" ] && cp "$data/$k.skipped.csv" "$OUT/$k.skipped.csv"
-  pm measure --kernel "$k" --grid "$grid" --out "$OUT/$k.csv" --max-seconds "$max_s"
+  pm measure --kernel "$k" --grid "$grid" --out "$OUT/$k.csv" --max-seconds "$max_s" "${@:3}"
 }
 
 case $step in
@@ -39,6 +41,11 @@ case $step in
   fa2) measure fa2 examples/grids/$grids-fa2.yaml ;;
   fa2_tc) measure fa2_tc examples/grids/$grids-fa2_tc.yaml ;;
   sdpa-flash|sdpa-cudnn) measure $step examples/grids/$grids-sdpa.yaml ;;
+  retime-tc)
+    measure fa2_tc examples/grids/$grids-fa2_tc.yaml --retime-unstable || true
+    measure sdpa-flash examples/grids/$grids-sdpa.yaml --retime-unstable || true
+    measure sdpa-cudnn examples/grids/$grids-sdpa.yaml --retime-unstable || true
+    tar -C "$OUT" -czf /tmp/retime.tar.gz . && find "$OUT" -type f -delete && mv /tmp/retime.tar.gz "$OUT/" ;;
   ncu) bash scripts/ncu_run.sh "$OUT" ;;
   ncu-tc) bash scripts/ncu_run.sh "$OUT" fa2_tc:examples/grids/ncu-fa2_tc.yaml ;;
   bench-tc) python3 scripts/fa2_tc_bench.py bench --out "$OUT/fa2_tc_vs_sdpa.json" ;;

@@ -80,3 +80,56 @@ def test_clock_reads_nvml_and_falls_back_to_empty():
 
     c.nvml = Broken
     assert c.sm_mhz() == ""
+
+
+def test_a_retimed_row_replaces_the_old_in_place(tmp_path):
+    out = tmp_path / "m.csv"
+    rows = runner.Appender(out, runner.COLUMNS)
+    base = dict(kernel="fa2_tc", B=1, H=1, N=128, d=64, Br=64, Bc=64, threads=128, pad=0, dtype="fp16", causal=0,
+                l2_flush=1)
+    for N, med in ((128, "0.5"), (256, "0.7"), (512, "0.9")):
+        rows.add(dict(base, N=N, median_ms=med, p20_ms="0.1", p80_ms="1"))
+    rows.close()
+    key = runner.row_key({k: str(v) for k, v in dict(base, N=256).items()})
+    runner.replace_row(out, key, dict(base, N=256, median_ms="0.2", p20_ms="0.19", p80_ms="0.21"))
+    got = runner.read_rows(out)
+    assert [(r["N"], r["median_ms"]) for r in got] == [("128", "0.5"), ("256", "0.2"), ("512", "0.9")]
+    assert not (tmp_path / "m.tmp").exists()
+
+
+class _FakeTorch:
+    """Just enough of torch for Bencher: each timed run takes the next value of ``times``."""
+
+    def __init__(self, times):
+        self.times = iter(times)
+        torch = self
+
+        class Event:
+            def __init__(self, enable_timing=True):
+                self.t = None
+
+            def record(self):
+                pass
+
+            def elapsed_time(self, other):
+                if other.t is None:
+                    other.t = next(torch.times)
+                return other.t
+
+        self.cuda = type("cuda", (), {"Event": Event, "synchronize": staticmethod(lambda: None)})
+
+    def empty(self, *a, **k):
+        return type("buf", (), {"zero_": lambda self: None})()
+
+
+def test_a_disturbed_batch_is_timed_again_and_the_narrowest_kept():
+    from perfmodel.measure import bench
+
+    noisy = [1.0] + [1.0, 3.0] * 5                      # the estimate run, then a batch of 10 spread 3x
+    clean = [1.0] + [1.0, 1.01] * 5
+    t = bench.Bencher(_FakeTorch(noisy + clean), flush=False).run(lambda: None, warmup=3, min_runs=10, max_runs=10)
+    assert t.spread < 1.05 and t.median_ms == pytest.approx(1.005, abs=0.01)
+    once = bench.Bencher(_FakeTorch(noisy + clean), flush=False).run(lambda: None, warmup=3, min_runs=10,
+                                                                     max_runs=10, attempts=1)
+    assert once.spread > 2                              # one attempt: the disturbed batch is what there is
+    assert bench.unstable("0.1", "0.2") and not bench.unstable("0.1", "0.11")

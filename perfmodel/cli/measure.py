@@ -27,8 +27,11 @@ def _device_spec(torch, gpu_name):
 @click.option("--no-flush", is_flag=True, help="do not flush L2 before each timed run")
 @click.option("--runs", default=10, show_default=True, type=click.IntRange(1, 10_000), help="minimum timed runs per configuration")
 @click.option("--max-seconds", default=None, type=click.FloatRange(min=0), help="stop (cleanly, resumable) after this much wall time")
+@click.option("--retime-unstable", is_flag=True,
+              help="measure again the configurations whose recorded p80/p20 spread marks a disturbed timing "
+                   "(the old rows go to NAME.superseded.csv)")
 @click.option("--verbose", is_flag=True, help="show the build log")
-def measure(kernel, grid_path, out_path, gpu_name, budget_ms, no_flush, runs, max_seconds, verbose):
+def measure(kernel, grid_path, out_path, gpu_name, budget_ms, no_flush, runs, max_seconds, retime_unstable, verbose):
     """Build, check (float64 reference, poisoned output) and time a bundled kernel over a grid."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -61,7 +64,8 @@ def measure(kernel, grid_path, out_path, gpu_name, budget_ms, no_flush, runs, ma
 
         try:
             summary = runner.measure(configs, Path(out_path), spec, flush=not no_flush, budget_ms=budget,
-                                     min_runs=runs, progress=progress, verbose=verbose)
+                                     min_runs=runs, progress=progress, verbose=verbose,
+                                     retime_unstable=retime_unstable)
         except Stop:
             summary = {"stopped": f"after {max_seconds:g} s; rerun to resume"}
     err.print(f"{out_path}: {summary}")

@@ -139,6 +139,7 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
         reuse_live_bytes=2 * nd, dram_write_once=nd,
         path_mma=tiles_b * (KQ + KP), path_fp32=tiles_b * (4 * NS + 4), path_shfl=tiles_b * 2,
         path_sfu=tiles_b * 2, path_sync=tiles_b * 2 + 1, path_gmem=1 + 0 * N,
+        block_spread=cdiv(cdiv(N, Bc), splits) / tiles_b,      # causal: the last Q tile's block sees every key
     )
 
 

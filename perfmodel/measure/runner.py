@@ -1,5 +1,9 @@
 """``perfmodel measure``: for each configuration, check correctness, then time it; append one CSV row with
-provenance as soon as it is measured. A rerun skips configurations already in the file."""
+provenance as soon as it is measured. A rerun skips configurations already in the file.
+
+``retime_unstable``: a configuration whose recorded timing was disturbed (bench.unstable: its p80/p20 spread) is
+measured again; the old row is first appended to ``<name>.superseded.csv``, then replaced in place by the new one
+(the file is rewritten whole and renamed over the old, so an interruption leaves one or the other)."""
 
 from __future__ import annotations
 
@@ -208,16 +212,34 @@ def check_correct(torch, runner, seed: int) -> float:
     return e if math.isfinite(e) else float("inf")
 
 
+def replace_row(path: Path, key: tuple, new: dict) -> None:
+    """Rewrite ``path`` with the row of ``key`` replaced by ``new`` (a temporary file renamed over the old)."""
+    rows = read_rows(path)
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (new if row_key(r) == key else r).get(k, "") for k in COLUMNS})
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
 def measure(configs: list[Config], out: Path, spec: GPUSpec | None, flush: bool = True, budget_ms: float = 200.0,
-            min_runs: int = 10, progress=None, command: str | None = None, verbose: bool = False) -> dict:
-    """Measure every configuration not yet in ``out``. Returns a summary (measured, skipped, failed)."""
+            min_runs: int = 10, progress=None, command: str | None = None, verbose: bool = False,
+            retime_unstable: bool = False) -> dict:
+    """Measure every configuration not yet in ``out`` (and, with ``retime_unstable``, again those whose recorded
+    timing was disturbed). Returns a summary (measured, retimed, skipped, failed)."""
     torch = build.require_torch()
     tool = build.check_toolchain(torch)
     ext = build.load(verbose=verbose)
     device_name = torch.cuda.get_device_name()
     props = torch.cuda.get_device_properties(0)
     clock = Clock()
-    done = {row_key(r) for r in read_rows(out)}
+    existing = {row_key(r): r for r in read_rows(out)}
+    done = set(existing)
+    redo = {k for k, r in existing.items() if bench.unstable(r["p20_ms"], r["p80_ms"])} if retime_unstable else set()
     skipped_path = out.with_suffix(".skipped.csv")
     skipped_done = {row_key(r) for r in read_rows(skipped_path)}
     rows = Appender(out, COLUMNS)
@@ -225,14 +247,14 @@ def measure(configs: list[Config], out: Path, spec: GPUSpec | None, flush: bool 
     bencher = bench.Bencher(torch, flush=flush)
     cal = calibration.resolve(spec) if spec else None
     command = command or " ".join(["perfmodel"] + [shlex.quote(a) for a in sys.argv[1:]])
-    summary = {"measured": 0, "already": 0, "skipped": 0, "failed": 0}
+    summary = {"measured": 0, "retimed": 0, "already": 0, "skipped": 0, "failed": 0}
     now = lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     rng = np.random.default_rng()
     try:
         for i, cfg in enumerate(configs):
             key = dict(cfg.key(), l2_flush=int(flush))
             k = row_key({a: str(v) for a, v in key.items()})
-            if k in done or k in skipped_done:
+            if (k in done and k not in redo) or k in skipped_done:
                 summary["already"] += 1
                 if progress:
                     progress(i + 1, len(configs), cfg)
@@ -272,14 +294,25 @@ def measure(configs: list[Config], out: Path, spec: GPUSpec | None, flush: bool 
             before = clock.sm_mhz()
             t = bencher.run(lambda: runner.timed_launch(Q, K, V), setup=runner.setup, min_runs=min_runs)
             after = clock.sm_mhz()
-            rows.add(dict(key, median_ms=f"{t.median_ms:.6g}", p20_ms=f"{t.p20_ms:.6g}", p80_ms=f"{t.p80_ms:.6g}",
-                          n_runs=t.n_runs, rel_err=f"{err:.3g}", regs_per_thread=attrs["regs_per_thread"],
-                          smem_bytes=smem, local_bytes=attrs["local_bytes"],
-                          cuda_blocks_per_sm=attrs["cuda_blocks_per_sm"], gpu_name=device_name,
-                          sm_clock_mhz_before=before, sm_clock_mhz_after=after, sm_clock_max_mhz=clock.max_mhz(),
-                          driver=clock.driver(), torch=str(torch.__version__), torch_cuda=tool["torch_cuda"],
-                          nvcc=tool["nvcc"], date=now(), seed=seed, command=command))
-            summary["measured"] += 1
+            row = dict(key, median_ms=f"{t.median_ms:.6g}", p20_ms=f"{t.p20_ms:.6g}", p80_ms=f"{t.p80_ms:.6g}",
+                       n_runs=t.n_runs, rel_err=f"{err:.3g}", regs_per_thread=attrs["regs_per_thread"],
+                       smem_bytes=smem, local_bytes=attrs["local_bytes"],
+                       cuda_blocks_per_sm=attrs["cuda_blocks_per_sm"], gpu_name=device_name,
+                       sm_clock_mhz_before=before, sm_clock_mhz_after=after, sm_clock_max_mhz=clock.max_mhz(),
+                       driver=clock.driver(), torch=str(torch.__version__), torch_cuda=tool["torch_cuda"],
+                       nvcc=tool["nvcc"], date=now(), seed=seed, command=command)
+            if k in redo:                       # keep the disturbed row, then swap the new one in
+                old = Appender(out.with_suffix(".superseded.csv"), COLUMNS)
+                old.add(existing[k])
+                old.close()
+                rows.close()
+                replace_row(out, k, row)
+                rows = Appender(out, COLUMNS)
+                redo.discard(k)
+                summary["retimed"] += 1
+            else:
+                rows.add(row)
+                summary["measured"] += 1
             del Q, K, V, runner
             if progress:
                 progress(i + 1, len(configs), cfg)

@@ -73,6 +73,8 @@ class Counts:
     dram_write_once: object = 0
     dram_write_reuse: object = 0
     reuse_live_bytes: object = 0  # per head: what must stay in L2 for the *_reuse traffic to hit
+    # --- work balance ------------------------------------------------------------------------------------
+    block_spread: object = 0    # the heaviest block's work over the mean block's (causal grids); 0 or 1: uniform
     # --- latency path (per block) --------------------------------------------------------------------------
     path_dot: object = 0
     path_reduction: object = 0
@@ -88,10 +90,14 @@ class Counts:
 
     # ---------------------------------------------------------------------------------------------------
     def __add__(self, other: "Counts") -> "Counts":
-        return Counts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in dataclasses.fields(self)})
+        out = {f.name: getattr(self, f.name) + getattr(other, f.name) for f in dataclasses.fields(self)}
+        out["block_spread"] = np.maximum(self.block_spread, other.block_spread)     # a ratio: the worse one holds
+        return Counts(**out)
 
     def scaled(self, factor) -> "Counts":
-        return Counts(**{f.name: getattr(self, f.name) * factor for f in dataclasses.fields(self)})
+        out = {f.name: getattr(self, f.name) * factor for f in dataclasses.fields(self)}
+        out["block_spread"] = self.block_spread
+        return Counts(**out)
 
     def path(self, feature: str):
         return getattr(self, "path_" + feature)

@@ -123,6 +123,13 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     tf, parts_f = round_cycles(r_full)
     tl, parts_l = round_cycles(last)
     sm_cycles = full_rounds * tf + tl
+    # uneven blocks (causal): the launch cannot end before its heaviest block, which, started in the final round,
+    # needs at least its own work alone on an SM
+    spread = np.asarray(c.block_spread, dtype=f32)
+    if np.any(spread > 1):
+        heavy = round_cycles(np.ones_like(r_full))[0] * np.maximum(spread, 1)
+        final = np.where(last > 0, tl, tf)
+        sm_cycles = sm_cycles + np.maximum(heavy - final, 0)
     clock = f32(gpu.clock_hz)
     sm_time = sm_cycles / clock
     times = {k: (full_rounds * parts_f[k] + parts_l[k]) / clock for k in parts_f}
