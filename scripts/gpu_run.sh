@@ -5,9 +5,10 @@
 # first and new rows are appended to the copy; copy it back into the repo afterwards.
 #
 #   scripts/gpu_run.sh STEP [MAX_SECONDS]
-#   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | ncu | ncu-tc | bench-tc | all
-#   retime-tc: measure again the tensor-core rows whose recorded timing was disturbed (measure --retime-unstable);
-#   everything it writes is packed into \$OUT/retime.tar.gz (the machine returns at most 8 files)
+#   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | sdpa-fresh | head-start-check
+#         | ncu | ncu-tc | bench-tc | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
+#   retime-tc: measure again the fa2_tc rows whose recorded timing was disturbed (measure --retime-unstable)
+#   PACK=1: pack everything under $OUT into $OUT/out.tar.gz at the end (a lent machine returns at most 8 files)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step=${1:-all}
@@ -31,6 +32,7 @@ measure() {  # kernel grid
   pm measure --kernel "$k" --grid "$grid" --out "$OUT/$k.csv" --max-seconds "$max_s" "${@:3}"
 }
 
+for step in $step; do
 case $step in
   smoke)
     pm measure --kernel fa1 --grid examples/grids/seed.yaml --out "$OUT/smoke-fa1.csv" --verbose
@@ -42,10 +44,13 @@ case $step in
   fa2_tc) measure fa2_tc examples/grids/$grids-fa2_tc.yaml ;;
   sdpa-flash|sdpa-cudnn) measure $step examples/grids/$grids-sdpa.yaml ;;
   retime-tc)
-    measure fa2_tc examples/grids/$grids-fa2_tc.yaml --retime-unstable || true
-    measure sdpa-flash examples/grids/$grids-sdpa.yaml --retime-unstable || true
-    measure sdpa-cudnn examples/grids/$grids-sdpa.yaml --retime-unstable || true
-    tar -C "$OUT" -czf /tmp/retime.tar.gz . && find "$OUT" -type f -delete && mv /tmp/retime.tar.gz "$OUT/" ;;
+    measure fa2_tc examples/grids/$grids-fa2_tc.yaml --retime-unstable ;;
+  sdpa-fresh)         # both SDPA kernels from scratch (the timing method changed: bench.HEAD_START_S)
+    for k in sdpa-flash sdpa-cudnn; do
+      pm measure --kernel $k --grid examples/grids/$grids-sdpa.yaml --out "$OUT/$k.csv" --max-seconds "$max_s"
+    done ;;
+  head-start-check)   # small fa2_tc problems again, to compare with the committed rows timed without a head start
+    pm measure --kernel fa2_tc --grid examples/grids/check-head-start.yaml --out "$OUT/fa2_tc-head-start.csv" ;;
   ncu) bash scripts/ncu_run.sh "$OUT" ;;
   ncu-tc) bash scripts/ncu_run.sh "$OUT" fa2_tc:examples/grids/ncu-fa2_tc.yaml ;;
   bench-tc) python3 scripts/fa2_tc_bench.py bench --out "$OUT/fa2_tc_vs_sdpa.json" ;;
@@ -55,3 +60,7 @@ case $step in
     measure fa2 examples/grids/$grids-fa2.yaml ;;
   *) echo "unknown step $step" >&2; exit 2 ;;
 esac
+done
+if [ "${PACK:-0}" = 1 ]; then
+  tar -C "$OUT" -czf /tmp/out.tar.gz . && find "$OUT" -type f -delete && mv /tmp/out.tar.gz "$OUT/"
+fi

@@ -116,7 +116,8 @@ class _FakeTorch:
                     other.t = next(torch.times)
                 return other.t
 
-        self.cuda = type("cuda", (), {"Event": Event, "synchronize": staticmethod(lambda: None)})
+        self.cuda = type("cuda", (), {"Event": Event, "synchronize": staticmethod(lambda: None),
+                                      "_sleep": staticmethod(lambda cycles: None)})
 
     def empty(self, *a, **k):
         return type("buf", (), {"zero_": lambda self: None})()
