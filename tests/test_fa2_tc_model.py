@@ -105,3 +105,51 @@ def test_fp32_kernels_refuse_fp16_and_causal_and_fa2_tc_refuses_unknown_tiles():
 def test_rtx3090_tensor_ceiling_is_the_fp32_accumulate_rate():
     ceil = api.predict("rtx3090", "fa2_tc", N=4096, d=128, dtype="fp16").prediction.ceilings
     assert ceil.compute_flops("fp16") == pytest.approx(71e12)
+
+
+@pytest.mark.parametrize("N,Br,Bc", [(1024, 128, 64), (1000, 64, 64), (4096, 128, 128), (333, 128, 32)])
+def test_block_spread_is_the_heaviest_blocks_share(N, Br, Bc):
+    """Causal: the heaviest block (the last Q tile, every key tile) over the mean block, from a literal loop."""
+    per_block = [math.ceil(min(N, (i + 1) * Br) / Bc) for i in range(math.ceil(N / Br))]
+    c = fa2_tc.head_counts_fa2(N, 64, Br, Bc, 4, True, 2, {"tile": 0, "kstep": 0, "mask_elem": 0})
+    assert float(c.block_spread) == pytest.approx(max(per_block) / np.mean(per_block))
+    flat = fa2_tc.head_counts_fa2(N, 64, Br, Bc, 4, False, 2, {"tile": 0, "kstep": 0, "mask_elem": 0})
+    assert float(flat.block_spread) == 1
+
+
+def test_a_causal_grid_of_one_round_waits_for_its_heaviest_block():
+    """One Q tile per SM at most: the causal launch takes about as long as its heaviest block, which does the work
+    of a non-causal block of the same tiles (not the mean causal block's, about half of it)."""
+    kw = dict(gpu="h100", kernel="fa2_tc", B=1, H=1, d=128, Br=128, Bc=64, warps=4, dtype="fp16")
+    causal = api.predict(N=8192, causal=True, **kw)            # 64 blocks: fewer than SMs
+    full = api.predict(N=8192, causal=False, **kw)
+    assert causal.prediction.counts.block_spread > 1.9
+    assert 0.9 < causal.time_s / full.time_s < 1.05                # (plus its diagonal tiles' masking)
+    many = dict(kw, B=32, H=16)                                 # many waves: the mean holds, about half the time
+    assert 0.45 < api.predict(N=8192, causal=True, **many).time_s / api.predict(N=8192, **many).time_s < 0.6
+
+
+def test_a_warps_own_pipe_work_lies_on_its_path():
+    """fa2_tc's warps wait on their own MMAs, MUFU and FP32 work (path_pipes): a lone block's time is at least that
+    work of one warp, and dropping it from the path can only make the prediction faster."""
+    import dataclasses
+
+    from perfmodel.hw import calibration, gpu
+    from perfmodel.model import engine
+    from perfmodel.shape import make_shape
+
+    spec = gpu.resolve("h100")
+    cal = calibration.resolve(spec)
+    k = get("fa2_tc")
+    shape = make_shape(1, 1, 16384, 128, "fp16", False)
+    tiles = fa2_tc.FA2TCTiles(128, 64, 4)
+    p = engine.evaluate(spec, k, shape, tiles, cal)
+    c = p.counts
+    warps = float(p.launch.grid_blocks) * 4                         # 128 blocks, one per SM, one warp per scheduler
+    own = (c.warp_mma * cal.mma_cycles + c.warp_sfu * 32 / cal.sfu_lanes_per_clk) * 4 / warps / spec.clock_hz
+    assert float(p.time_s) > own
+    bare = type(k)()
+    bare.path_pipes = ()
+    assert float(engine.evaluate(spec, bare, shape, tiles, cal).time_s) < float(p.time_s)
+    assert dataclasses.replace(c, block_spread=3).scaled(2).block_spread == 3
+    assert (c + dataclasses.replace(c, block_spread=3)).block_spread == 3

@@ -11,7 +11,8 @@ The fit minimises the squared log error of the whole model (throughput side unch
 Levenberg-Marquardt over log-costs, so costs stay positive. It is deterministic: the command a calibration records
 reproduces its costs (a test reruns each). Features that grow alike along a kernel's path (fa1's exp, gmem, sync
 and outer steps all scale with the K/V tiles) are nearly collinear: the fit determines their sum on a path, not
-each cost, so individual fitted costs are not to be read as microarchitectural figures.
+each cost, so individual fitted costs are not to be read as microarchitectural figures. A kernel may also fit
+its own latency/throughput p-norm exponent ("overlap", hw.calibration.FIT_PARAMS).
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60
         raise InputError(f"only {len(train)} training rows for {ms.kernel}; a fit of {len(features)} costs "
                          f"needs at least {3 * len(features)}")
     meas = train.measured_s
-    base = cal.path_costs(ms.kernel)
+    base = dict(cal.path_costs(ms.kernel))
+    base.setdefault("overlap", cal.overlap_p)
     theta = np.log(np.array([max(base[f], 1e-3) for f in features]))
 
     def resid(th):

@@ -163,12 +163,18 @@ def _number(path, what, v, may_be_zero=False) -> float:
     return v
 
 
+# what a kernel's fit may hold beside path costs
+FIT_PARAMS = {"overlap": "the p of the p-norm joining a block's path and the SM's pipes, for this kernel "
+                         "(default: the calibration's overlap_p)"}
+
+
 def _costs(path, where, costs) -> dict:
     if not isinstance(costs, dict):
         raise InputError(f"{path}: {where} must map path features to cycles")
-    unknown = sorted(set(costs) - set(PATH_FEATURES))
+    unknown = sorted(set(costs) - set(PATH_FEATURES) - set(FIT_PARAMS))
     if unknown:
-        raise InputError(f"{path}: {where}: unknown path feature '{unknown[0]}' (known: {', '.join(PATH_FEATURES)})")
+        raise InputError(f"{path}: {where}: unknown path feature '{unknown[0]}' "
+                         f"(known: {', '.join([*PATH_FEATURES, *FIT_PARAMS])})")
     return {k: _number(path, f"{where}.{k}", v, may_be_zero=True) for k, v in costs.items()}
 
 

@@ -152,11 +152,14 @@ class FA2TC(Kernel):
     causal = True
     Tiles = FA2TCTiles
     arch = ARCH
-    # a warp's MMAs wait on its own ldmatrix fragments, its softmax's MUFU and FP32 work feed each other: each pair
-    # adds (model/timing.py). Chosen over "the MMA and softmax phases add" and "all four add" by the fit's error on
-    # the training split (15.2% against 15.5% and 30%); ncu shows the tensor pipe ~55% busy at the default tiles
-    serial = (("tensor", "smem"), ("sfu", "fp32"))
-    fit_features = ("mma", "fp32", "gmem", "sync")
+    # A warp's loop step is one dependent chain: its MMAs wait on its own ldmatrix fragments, its softmax on its
+    # MMAs, the next MMAs on its softmax. So a warp's own tensor, MUFU, FP32 and shared-memory work lies on its
+    # latency path (path_pipes); warps overlap one another only through the p-norm (fitted: "overlap"). Chosen on
+    # the training split over "MMA+smem and MUFU+FP32 add as two groups" (12.0% against 10.3% there). The
+    # measurements agree: one block per SM spends ~2.5x its pipe time per KV tile (examples/measurements/h100,
+    # B*H*N/Br <= 132 rows), and two warps per scheduler gain only 1.2-1.6x over one.
+    path_pipes = ("tensor", "sfu", "fp32", "smem")
+    fit_features = ("mma", "fp32", "gmem", "overlap")
 
     def default_tiles(self, shape=None, gpu=None):
         if shape is not None and int(np.asarray(shape.d)) in DEFAULTS:

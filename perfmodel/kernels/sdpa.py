@@ -24,7 +24,7 @@ import numpy as np
 
 from perfmodel.kernels.base import ArchFacts, Kernel, register
 from perfmodel.kernels.common import arr, cdiv
-from perfmodel.kernels.fa2_tc import FA2TCTiles, head_counts_fa2
+from perfmodel.kernels.fa2_tc import FA2TC, FA2TCTiles, head_counts_fa2
 
 HEAD_DIMS = (32, 64, 96, 128, 160, 192, 224, 256)       # HEADDIM_SWITCH rounds d up to one of these
 
@@ -147,7 +147,7 @@ class SDPAFlash(_SDPA):
     fa2_tc's training split: none of sdpa-flash's own timings."""
 
     name = "sdpa-flash"
-    serial = (("tensor", "smem"), ("sfu", "fp32"))
+    path_pipes = FA2TC.path_pipes         # FlashAttention-2's loop step: the same dependent chain as fa2_tc's
     path_costs_from = "fa2_tc"
     description = "PyTorch SDPA's flash backend (vendored FlashAttention-2): its tile table and split-KV heuristic"
     backend = "FLASH_ATTENTION"

@@ -10,11 +10,13 @@ A round of r blocks costs
 
 joined by a p-norm, (sum t^p)^(1/p): with few warps the path dominates, with many the pipes do, and in between
 both count. A kernel whose warps use some resources one after another, each waiting on the last, names them in
-``Kernel.serial``: the times of the resources in one group add before the group joins the rest. In
-FlashAttention-2 on tensor cores a warp's MMAs wait on its own ldmatrix fragments (tensor + shared memory) and
-its softmax's MUFU and FP32 instructions feed each other (MUFU + FP32); one warp's MMAs overlap another's
-softmax, so the two groups join through the p-norm. The chip-wide rows of CHIP_RESOURCES (L2, DRAM) join the SM time the same way. Adding a resource is
-one row here (and the calibration field that prices it).
+``Kernel.serial``: the times of the resources in one group add before the group joins the rest. A kernel whose
+warp waits on its own work on some pipes (FlashAttention-2 on tensor cores: a warp's MMAs wait on its ldmatrix
+fragments, its softmax on its MMAs) names them in ``Kernel.path_pipes``: one warp's share of that work joins the
+block's path, and co-resident warps overlap one another only through the p-norm (whose p a kernel's fit may
+hold). Blocks of uneven work (causal grids: ``Counts.block_spread``) cannot finish before the heaviest. The
+chip-wide rows of CHIP_RESOURCES (L2, DRAM) join the SM time the same way. Adding a resource is one row here (and
+the calibration field that prices it).
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ def path_cycles(c: Counts, costs: dict):
 
 
 def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, cal: Calibration,
-            fit_key: str, serial: tuple = ()) -> Timing:
+            fit_key: str, serial: tuple = (), path_pipes: tuple = ()) -> Timing:
     """Seconds for each launch. Computed in float32 (7 significant digits, far below the model's own error),
     which keeps a million-configuration sweep near a second. ``mem``: the DRAM traffic (model.memory);
     ``fit_key``: whose fitted path costs apply (Kernel.fit_key)."""
@@ -109,27 +111,39 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         per_used = r / used
         return {res.name: (per_used if res.per_subpartition else r) * work * cyc for work, cyc, res in per_block}
 
-    lat = np.asarray(path_cycles(c, cal.path_costs(fit_key)), dtype=f32)
+    costs = cal.path_costs(fit_key)
+    lat = np.asarray(path_cycles(c, costs), dtype=f32)
+    for work, cyc, res in per_block:      # a warp's own work on these pipes lies on its path (it waits on it)
+        if res.name in path_pipes:
+            lat = lat + work / warps_per_block * cyc
+    p_sm = costs.get("overlap", cal.overlap_p)          # a kernel's fit may hold its own (calibration.FIT_PARAMS)
+
+    def _parts(r):
+        """The SM resources' cycles for r concurrent blocks, a kernel's serial groups summed."""
+        parts = dict(thr_cycles(r))
+        for group in serial:           # resources a kernel runs one after another: their times add
+            parts["+".join(group)] = sum(parts.pop(name) for name in group)
+        return list(parts.values())
 
     def round_cycles(r):
         t = thr_cycles(r)
         active = r > 0
-        parts = dict(t)
-        for group in serial:           # resources a kernel runs one after another: their times add
-            parts["+".join(group)] = sum(parts.pop(name) for name in group)
-        total = _pnorm([*parts.values(), lat], cal.overlap_p)
+        total = _pnorm([*_parts(r), lat], p_sm)
         return np.where(active, total, f32(0)), {k: np.where(active, v, f32(0)) for k, v in t.items()}
 
     tf, parts_f = round_cycles(r_full)
     tl, parts_l = round_cycles(last)
     sm_cycles = full_rounds * tf + tl
-    # uneven blocks (causal): the launch cannot end before its heaviest block, which, started in the final round,
-    # needs at least its own work alone on an SM
+    # uneven blocks (causal): the rounds above hold blocks of the mean work; the launch cannot end before its
+    # heaviest block has run, sharing its SM with as many blocks as a first round holds (fa2_tc starts its heaviest
+    # blocks first, so those are heavy too). Beyond that, blocks start as slots free up and the mean holds. The
+    # block's global round trips (its prologue) do not grow with its work.
     spread = np.asarray(c.block_spread, dtype=f32)
     if np.any(spread > 1):
-        heavy = round_cycles(np.ones_like(r_full))[0] * np.maximum(spread, 1)
-        final = np.where(last > 0, tl, tf)
-        sm_cycles = sm_cycles + np.maximum(heavy - final, 0)
+        fixed = np.asarray(c.path_gmem * costs["gmem"], dtype=f32)
+        s = np.maximum(spread, 1)
+        heavy = _pnorm([*(v * s for v in _parts(r_full)), (lat - fixed) * s + fixed], p_sm)
+        sm_cycles = np.maximum(sm_cycles, heavy)
     clock = f32(gpu.clock_hz)
     sm_time = sm_cycles / clock
     times = {k: (full_rounds * parts_f[k] + parts_l[k]) / clock for k in parts_f}
