@@ -162,3 +162,15 @@ def test_user_gpu_folder_and_gpus_new(tmp_path, monkeypatch):
     assert r.exit_code == 0 and json.loads(r.stdout)["gpu"] == "my4090"
     r = CliRunner().invoke(main, ["gpus", "new", "h100-sxm", "--from", "rtx3090", "--dir", str(tmp_path)])
     assert r.exit_code == 2 and "exists already" in r.stderr
+
+
+@pytest.mark.parametrize("kernel", ["sdpa-flash", "sdpa-cudnn"])
+def test_fit_refuses_a_library_kernel(tmp_path, kernel):
+    """Nothing may be fitted to PyTorch's kernels' timings: fit refuses, one line, exit 2, the file untouched."""
+    cal = tmp_path / "c.yaml"
+    cal.write_text(open("gpus/calibration/h100-sxm.yaml").read())
+    before = cal.read_text()
+    r = CliRunner().invoke(main, ["fit", f"examples/measurements/h100/{kernel}.csv", "--kernel", kernel,
+                                  "--calibration", str(cal)])
+    assert r.exit_code == 2 and "nothing is fitted to its timings" in r.stderr
+    assert cal.read_text() == before

@@ -48,7 +48,11 @@ def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60
     """Fit the kernel's path costs on the training rows of ``ms``. Returns the path_fits entry."""
     from perfmodel.kernels import get
 
-    features = get(ms.kernel).fit_features
+    kernel = get(ms.kernel)
+    if kernel.external:
+        raise InputError(f"{ms.kernel} is a library's kernel: nothing is fitted to its timings (it is predicted "
+                         f"with {kernel.fit_key}'s path costs and the probe's constants)")
+    features = kernel.fit_features
     train = ms.select(np.array([in_training_split(r) for r in ms.rows], bool))
     if len(train) < 3 * len(features):
         raise InputError(f"only {len(train)} training rows for {ms.kernel}; a fit of {len(features)} costs "

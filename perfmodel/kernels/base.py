@@ -89,6 +89,7 @@ class Kernel(ABC):
     path_pipes: tuple = ()                 # resources whose work a warp waits on itself: on its path (timing.py)
     fit_features: tuple = ("dot", "reduction", "exp", "outer", "gmem", "sync")   # path costs `fit` may fit
     path_costs_from: str | None = None     # use another kernel's fitted path costs (same loop forms)
+    external: bool = False                 # a library's kernel: nothing may be fitted to its timings
 
     # --- tiles ----------------------------------------------------------------------------------------
     def make_tiles(self, shape: AttentionShape | None = None, gpu=None, **given) -> Tiles:

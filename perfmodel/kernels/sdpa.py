@@ -85,6 +85,7 @@ class SDPATiles(FA2TCTiles):
 
 
 class _SDPA(Kernel):
+    external = True
     dtypes = ("fp16", "bf16")
     causal = True
     Tiles = SDPATiles
