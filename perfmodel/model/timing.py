@@ -118,9 +118,9 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
             lat = lat + work / warps_per_block * cyc
     p_sm = costs.get("overlap", cal.overlap_p)          # a kernel's fit may hold its own (calibration.FIT_PARAMS)
 
-    def _parts(r):
-        """The SM resources' cycles for r concurrent blocks, a kernel's serial groups summed."""
-        parts = dict(thr_cycles(r))
+    def _joined(t):
+        """The SM resources' cycles ``t`` with a kernel's serial groups summed."""
+        parts = dict(t)
         for group in serial:           # resources a kernel runs one after another: their times add
             parts["+".join(group)] = sum(parts.pop(name) for name in group)
         return list(parts.values())
@@ -128,7 +128,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     def round_cycles(r):
         t = thr_cycles(r)
         active = r > 0
-        total = _pnorm([*_parts(r), lat], p_sm)
+        total = _pnorm([*_joined(t), lat], p_sm)
         return np.where(active, total, f32(0)), {k: np.where(active, v, f32(0)) for k, v in t.items()}
 
     tf, parts_f = round_cycles(r_full)
@@ -142,7 +142,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     if np.any(spread > 1):
         fixed = np.asarray(c.path_gmem * costs["gmem"], dtype=f32)
         s = np.maximum(spread, 1)
-        heavy = _pnorm([*(v * s for v in _parts(r_full)), (lat - fixed) * s + fixed], p_sm)
+        heavy = _pnorm([*(v * s for v in _joined(parts_f)), (lat - fixed) * s + fixed], p_sm)
         sm_cycles = np.maximum(sm_cycles, heavy)
     clock = f32(gpu.clock_hz)
     sm_time = sm_cycles / clock
