@@ -58,8 +58,7 @@ def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60
         raise InputError(f"only {len(train)} training rows for {ms.kernel}; a fit of {len(features)} costs "
                          f"needs at least {3 * len(features)}")
     meas = train.measured_s
-    base = dict(cal.path_costs(ms.kernel))
-    base.setdefault("overlap", cal.overlap_p)
+    base = cal.path_costs(ms.kernel)
     theta = np.log(np.array([max(base[f], 1e-3) for f in features]))
 
     def resid(th):

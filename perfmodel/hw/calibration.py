@@ -46,8 +46,9 @@ class Calibration:
     # ``key``: the kernel whose fitted path costs apply (a kernel's ``Kernel.fit_key``: its own name, or the
     # kernel whose loop forms it shares)
     def path_costs(self, key: str) -> dict:
-        """Cycles per step of each path feature, for the kernel ``key``."""
-        costs = dict(self.path_cycles)
+        """Cycles per step of each path feature, for the kernel ``key``; and its FIT_PARAMS (``overlap``: the
+        calibration's overlap_p unless the kernel's fit holds its own)."""
+        costs = dict(self.path_cycles, overlap=self.overlap_p)
         costs.update(self.path_fits.get(key, {}).get("costs", {}))
         return costs
 

@@ -221,7 +221,7 @@ class Kernel(ABC):
         head = self.head_counts(shape, tiles, facts)
         BH = shape.heads
         per_launch = {f.name: BH * getattr(head, f.name) for f in dataclasses.fields(Counts)
-                      if not f.name.startswith("path_") and f.name not in ("reuse_live_bytes", "block_spread")}
+                      if not f.name.startswith("path_") and f.name != "reuse_live_bytes" and f.name not in Counts.RATIOS}
         return dataclasses.replace(head, **per_launch)
 
     # --- measurement --------------------------------------------------------------------------------------

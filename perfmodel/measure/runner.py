@@ -238,7 +238,6 @@ def measure(configs: list[Config], out: Path, spec: GPUSpec | None, flush: bool 
     props = torch.cuda.get_device_properties(0)
     clock = Clock()
     existing = {row_key(r): r for r in read_rows(out)}
-    done = set(existing)
     redo = {k for k, r in existing.items() if bench.unstable(r["p20_ms"], r["p80_ms"])} if retime_unstable else set()
     skipped_path = out.with_suffix(".skipped.csv")
     skipped_done = {row_key(r) for r in read_rows(skipped_path)}
@@ -254,7 +253,7 @@ def measure(configs: list[Config], out: Path, spec: GPUSpec | None, flush: bool 
         for i, cfg in enumerate(configs):
             key = dict(cfg.key(), l2_flush=int(flush))
             k = row_key({a: str(v) for a, v in key.items()})
-            if (k in done and k not in redo) or k in skipped_done:
+            if (k in existing and k not in redo) or k in skipped_done:
                 summary["already"] += 1
                 if progress:
                     progress(i + 1, len(configs), cfg)

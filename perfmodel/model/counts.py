@@ -17,6 +17,7 @@ calibration (cycles per step) and ``perfmodel fit``.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,16 +89,18 @@ class Counts:
     path_mma: object = 0
     path_shfl: object = 0
 
+    # fields that are ratios, not amounts: they neither add (the worse one holds) nor scale
+    RATIOS = ("block_spread",)
+
     # ---------------------------------------------------------------------------------------------------
     def __add__(self, other: "Counts") -> "Counts":
-        out = {f.name: getattr(self, f.name) + getattr(other, f.name) for f in dataclasses.fields(self)}
-        out["block_spread"] = np.maximum(self.block_spread, other.block_spread)     # a ratio: the worse one holds
-        return Counts(**out)
+        join = {name: np.maximum for name in self.RATIOS}
+        return Counts(**{f.name: join.get(f.name, operator.add)(getattr(self, f.name), getattr(other, f.name))
+                         for f in dataclasses.fields(self)})
 
     def scaled(self, factor) -> "Counts":
-        out = {f.name: getattr(self, f.name) * factor for f in dataclasses.fields(self)}
-        out["block_spread"] = self.block_spread
-        return Counts(**out)
+        return Counts(**{f.name: getattr(self, f.name) * (1 if f.name in self.RATIOS else factor)
+                         for f in dataclasses.fields(self)})
 
     def path(self, feature: str):
         return getattr(self, "path_" + feature)

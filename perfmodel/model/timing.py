@@ -116,7 +116,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     for work, cyc, res in per_block:      # a warp's own work on these pipes lies on its path (it waits on it)
         if res.name in path_pipes:
             lat = lat + work / warps_per_block * cyc
-    p_sm = costs.get("overlap", cal.overlap_p)          # a kernel's fit may hold its own (calibration.FIT_PARAMS)
+    p_sm = costs["overlap"]                      # the calibration's, unless a kernel's fit holds its own
 
     def _joined(t):
         """The SM resources' cycles ``t`` with a kernel's serial groups summed."""
