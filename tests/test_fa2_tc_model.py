@@ -117,6 +117,22 @@ def test_block_spread_is_the_heaviest_blocks_share(N, Br, Bc):
     assert float(flat.block_spread) == 1
 
 
+@pytest.mark.parametrize("heavy_first", [True, False])
+def test_dispatch_profile_matches_a_literal_launch_order(heavy_first):
+    """head_blocks and block_step describe the order blocks are dispatched in: fa2_tc takes each head's last Q
+    tile first (blockIdx.x = 0), FlashAttention-2 its first (m_block = blockIdx.x). Where Br is a multiple of Bc
+    the work is exactly linear along that order."""
+    N, Br, Bc = 2048, 128, 64
+    tiles = [(i + 1) * Br // Bc for i in range(N // Br)]             # key tiles of Q tile i, causal
+    order = tiles[::-1] if heavy_first else tiles
+    c = fa2_tc.head_counts_fa2(N, 64, Br, Bc, 4, True, 2, {"tile": 0, "kstep": 0, "mask_elem": 0},
+                               heavy_first=heavy_first)
+    mean = np.mean(tiles)
+    assert int(c.head_blocks) == len(tiles)
+    first = float(c.block_spread) if heavy_first else float(c.block_spread) - float(c.block_step) * (len(tiles) - 1)
+    assert [first + float(c.block_step) * k for k in range(len(tiles))] == pytest.approx([w / mean for w in order])
+
+
 def test_a_causal_grid_of_one_round_waits_for_its_heaviest_block():
     """One Q tile per SM at most: the causal launch takes about as long as its heaviest block, which does the work
     of a non-causal block of the same tiles (not the mean causal block's, about half of it)."""
@@ -127,6 +143,30 @@ def test_a_causal_grid_of_one_round_waits_for_its_heaviest_block():
     assert 0.9 < causal.time_s / full.time_s < 1.05                # (plus its diagonal tiles' masking)
     many = dict(kw, B=32, H=16)                                 # many waves: the mean holds, about half the time
     assert 0.45 < api.predict(N=8192, causal=True, **many).time_s / api.predict(N=8192, **many).time_s < 0.6
+
+
+def test_a_causal_launch_ends_after_its_last_heavy_block():
+    """Two waves of heads: the last head's heaviest block starts only when the heads before it have been served,
+    so the causal launch takes more than half the non-causal time; shortest-first order (the heaviest block of
+    all dispatched last) is predicted slower than longest-first."""
+    import dataclasses
+
+    from perfmodel.hw import calibration, gpu
+    from perfmodel.model import engine, timing
+    from perfmodel.shape import make_shape
+
+    spec = gpu.resolve("h100")
+    cal = calibration.resolve(spec)
+    k = get("fa2_tc")
+    tiles = fa2_tc.FA2TCTiles(128, 64, 4)
+    causal = engine.evaluate(spec, k, make_shape(1, 8, 8192, 128, "fp16", True), tiles, cal)
+    full = engine.evaluate(spec, k, make_shape(1, 8, 8192, 128, "fp16", False), tiles, cal)
+    assert float(causal.time_s) / float(full.time_s) > 0.6
+    c = causal.counts
+    light_first = dataclasses.replace(c, block_step=-c.block_step)
+    args = (causal.traffic, causal.launch.grid_blocks, causal.launch.threads, causal.blocks_per_sm, spec,
+            cal, k.fit_key, k.serial, k.path_pipes)
+    assert float(timing.predict(light_first, *args).time_s) > float(timing.predict(c, *args).time_s)
 
 
 def test_a_warps_own_pipe_work_lies_on_its_path():

@@ -92,9 +92,11 @@ def kv_tiles(N, Br, Bc, causal: bool):
     return inner + Tc, Tr
 
 
-def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None, splits=1):
+def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None, splits=1, heavy_first=True):
     """Counts of one head of an FA2-structured tensor-core forward (this kernel, or FlashAttention-2 itself with
-    ``q_in_registers=False``). ``splits`` > 1: split-KV, each Q tile's key range cut into that many blocks."""
+    ``q_in_registers=False``). ``splits`` > 1: split-KV, each Q tile's key range cut into that many blocks.
+    The launch runs head after head; ``heavy_first``: each head's Q tiles are dispatched longest first (this
+    kernel), else shortest first (FlashAttention-2: blockIdx.x = m_block)."""
     N, d, Br, Bc, W, splits = (arr(x) for x in (N, d, Br, Bc, W, splits))
     MT = Br // W // 16
     NS, KQ, NO, KP = Bc // 8, d // 16, d // 8, Bc // 16
@@ -124,6 +126,10 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
     # (KQ dependent mma steps), the row max (2 shuffles after a chain of 2*NS FMNMX), the exponentials, the row
     # sum and the PV chain (KP steps); two barriers; the first K/V tile's global round trip
     tiles_b = tiles_h / blocks_h
+    spread = cdiv(cdiv(N, Bc), splits) / tiles_b        # causal: the last Q tile's block sees every key
+    # causal: consecutive Q tiles differ by Br/Bc key tiles (a split block by its share of that); split-KV
+    # launches dispatch a head's Q tiles once per split, so the pattern repeats every qblocks_h blocks
+    step = (Br / Bc / splits / tiles_b) * (-1 if heavy_first else 1) if causal else 0 * N
     return Counts(
         tensor_fma=tiles_h * 2 * Br * Bc * d,
         exp=tiles_h * Br * Bc + tiles_h * Br, cmp=tiles_h * Br * Bc, add=tiles_h * Br * Bc,
@@ -139,7 +145,7 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
         reuse_live_bytes=2 * nd, dram_write_once=nd,
         path_mma=tiles_b * (KQ + KP), path_fp32=tiles_b * (4 * NS + 4), path_shfl=tiles_b * 2,
         path_sfu=tiles_b * 2, path_sync=tiles_b * 2 + 1, path_gmem=1 + 0 * N,
-        block_spread=cdiv(cdiv(N, Bc), splits) / tiles_b,      # causal: the last Q tile's block sees every key
+        block_spread=spread, head_blocks=qblocks_h, block_step=step,
     )
 
 

@@ -92,6 +92,7 @@ class _SDPA(Kernel):
     arch = {"sm_90": ArchFacts(regs=255, source="estimate: FA2's kernels run at 255 registers",
                                overheads={"tile": 60, "kstep": 2, "mask_elem": 1})}
     backend = ""
+    heavy_first = False
 
     def preset(self, gpu, d, causal):
         raise NotImplementedError
@@ -117,7 +118,8 @@ class _SDPA(Kernel):
 
     def head_counts(self, shape, tiles, facts):
         return head_counts_fa2(shape.N, shape.d, tiles.Br, tiles.Bc, tiles.warps, shape.causal, shape.element_bytes,
-                               facts.overheads, q_in_registers=False, splits=tiles.splits)
+                               facts.overheads, q_in_registers=False, splits=tiles.splits,
+                               heavy_first=self.heavy_first)
 
     def runner(self, torch, ext, shape, tiles):
         from perfmodel.measure.runner import Runner as Base
@@ -152,6 +154,8 @@ class SDPAFlash(_SDPA):
     path_costs_from = "fa2_tc"
     description = "PyTorch SDPA's flash backend (vendored FlashAttention-2): its tile table and split-KV heuristic"
     backend = "FLASH_ATTENTION"
+    # causal launch order: flash_fwd_kernel.h takes m_block = blockIdx.x, so each head's longest Q tile runs last
+    heavy_first = False
 
     def preset(self, gpu, d, causal):
         sm = gpu.sm if gpu is not None else "sm_90"
@@ -175,6 +179,8 @@ class SDPACudnn(_SDPA):
     description = ("PyTorch SDPA's cuDNN backend, modelled as a FlashAttention-3-class Hopper kernel (FA3's tiles; "
                    "assumptions in the README)")
     backend = "CUDNN_ATTENTION"
+    # causal launch order: assumed longest first, as FA3's tile scheduler orders its work (closed source: unread)
+    heavy_first = True
     # a warpgroup's softmax: its MUFU and FP32 work feed each other (the rule chosen on fa2_tc's training split);
     # warpgroup MMAs read shared memory asynchronously, so they form no group with it
     serial = (("sfu", "fp32"),)

@@ -76,6 +76,9 @@ class Counts:
     reuse_live_bytes: object = 0  # per head: what must stay in L2 for the *_reuse traffic to hit
     # --- work balance ------------------------------------------------------------------------------------
     block_spread: object = 0    # the heaviest block's work over the mean block's (causal grids); 0 or 1: uniform
+    head_blocks: object = 1     # blocks of one head, dispatched one after another (heads follow each other)
+    block_step: object = 0      # change of a block's work from one dispatched block of a head to the next, over
+                                # the mean block's (< 0: each head's heaviest block first; > 0: its lightest first)
     # --- latency path (per block) --------------------------------------------------------------------------
     path_dot: object = 0
     path_reduction: object = 0
@@ -89,8 +92,8 @@ class Counts:
     path_mma: object = 0
     path_shfl: object = 0
 
-    # fields that are ratios, not amounts: they neither add (the worse one holds) nor scale
-    RATIOS = ("block_spread",)
+    # fields that describe the launch's blocks, not amounts: they neither add (the larger holds) nor scale
+    RATIOS = ("block_spread", "head_blocks", "block_step")
 
     # ---------------------------------------------------------------------------------------------------
     def __add__(self, other: "Counts") -> "Counts":

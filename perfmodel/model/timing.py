@@ -134,16 +134,36 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     tf, parts_f = round_cycles(r_full)
     tl, parts_l = round_cycles(last)
     sm_cycles = full_rounds * tf + tl
-    # uneven blocks (causal): the rounds above hold blocks of the mean work; the launch cannot end before its
-    # heaviest block has run, sharing its SM with as many blocks as a first round holds (fa2_tc starts its heaviest
-    # blocks first, so those are heavy too). Beyond that, blocks start as slots free up and the mean holds. The
-    # block's global round trips (its prologue) do not grow with its work.
+    # uneven blocks (causal): the rounds above spread the launch's work evenly over the SMs; two bounds add what
+    # that misses. Blocks are dispatched in order, block j of a round to SM j mod SMs, each head's blocks one after
+    # another with work changing by ``block_step`` (of the mean) per block.
     spread = np.asarray(c.block_spread, dtype=f32)
     if np.any(spread > 1):
-        fixed = np.asarray(c.path_gmem * costs["gmem"], dtype=f32)
         s = np.maximum(spread, 1)
-        heavy = _pnorm([*(v * s for v in _joined(parts_f)), (lat - fixed) * s + fixed], p_sm)
-        sm_cycles = np.maximum(sm_cycles, heavy)
+        step = np.asarray(c.block_step, dtype=f32)
+        hb = np.maximum(np.asarray(c.head_blocks, dtype=f32), 1)
+        first = np.where(step < 0, s, s - step * (hb - 1))          # the mean-relative work of a head's block 0
+        # (1) the SM holding the first heavy block carries its first round's blocks to the end: their work at the
+        # pace its full round sets, joined with the heavy block's own path. The block's global round trips (its
+        # prologue) do not grow with its work.
+        sm0 = np.where(step < 0, f32(0), np.mod(hb - 1, gpu.sm_count))
+        work = np.zeros_like(sm_cycles)
+        for q in range(int(np.max(r_full))):
+            j = sm0 + q * gpu.sm_count
+            work = work + np.where((q < r_full) & (j < grid), first + step * np.mod(j, hb), f32(0))
+        fixed = np.asarray(c.path_gmem * costs["gmem"], dtype=f32)
+        heavy_path = (lat - fixed) * s + fixed
+        share = work / np.maximum(r_full, 1)
+        heavy_sm = _pnorm([*(v * share for v in _joined(parts_f)), heavy_path], p_sm)
+        # (2) the last-dispatched heaviest block starts when the work queued before it has been served (at once if
+        # it gets a slot in the first round), then runs at a lone block's pace: the schedulers favour the oldest
+        # warps, so a block holding most of its SM's remaining work is hardly slowed by lighter ones beside it.
+        heads = grid / hb
+        queue = np.where(step < 0, (heads - 1) * hb, grid - 1)
+        after = np.where(step < 0, (heads - 1) / heads, 1 - s / grid)
+        start = np.where(queue >= gpu.sm_count * bpsm_safe, after * sm_cycles, f32(0))
+        lone = _pnorm([*(v * s for v in _joined(thr_cycles(f32(1)))), heavy_path], p_sm)
+        sm_cycles = np.where(spread > 1, np.maximum(sm_cycles, np.maximum(heavy_sm, start + lone)), sm_cycles)
     clock = f32(gpu.clock_hz)
     sm_time = sm_cycles / clock
     times = {k: (full_rounds * parts_f[k] + parts_l[k]) / clock for k in parts_f}
