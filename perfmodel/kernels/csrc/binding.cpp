@@ -29,6 +29,7 @@ void probe_chase(const unsigned*, int, int, int, long long*, unsigned*, cudaStre
 void probe_sync(long long*, int, int, int, cudaStream_t);
 void probe_empty(cudaStream_t);
 void probe_mma(long long*, float*, int, int, int, int, int, cudaStream_t);
+void probe_mix(long long*, float*, int, int, int, int, int, int, int, int, cudaStream_t);
 
 static void check_qkv(const torch::Tensor& t, const char* name) {
     TORCH_CHECK(t.is_cuda(), name, " must be a CUDA tensor");
@@ -148,5 +149,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, mod) {
                             int chains) {
         probe_mma((long long*)cycles.data_ptr<int64_t>(), sink.data_ptr<float>(), blocks, warps, iters, dtype, chains,
                   stream());
+    });
+    mod.def("probe_mix", [](torch::Tensor cycles, torch::Tensor sink, int blocks, int warps, int iters, int n_mma,
+                            int n_ldsm, int n_ex2, int n_ffma, bool trans) {
+        probe_mix((long long*)cycles.data_ptr<int64_t>(), sink.data_ptr<float>(), blocks, warps, iters, n_mma, n_ldsm,
+                  n_ex2, n_ffma, trans ? 1 : 0, stream());
     });
 }

@@ -201,3 +201,81 @@ void probe_mma(long long* cycles, float* sink, int blocks, int warps, int iters,
     else probe_mma_kernel<1, 8><<<grid, block, 0, stream>>>(cycles, sink, iters);
     check_cuda(cudaGetLastError(), "probe_mma launch");
 }
+
+// Pipe mix: how one warp scheduler's pipes combine under the instruction mix of FlashAttention-2's loop. Each
+// iteration a warp issues n_mma mma.sync m16n8k16 (fp16, 8 independent accumulators), n_ldsm ldmatrix.x4 (trans:
+// .trans) from conflict-free shared addresses, n_ex2 MUFU.EX2 and n_ffma FFMA (8 independent registers each),
+// in that order, every instruction independent of the others (asm volatile keeps each one; each group of four
+// ldmatrix feeds one XOR, or ptxas drops loads whose results are overwritten unread). One block of W warps
+// per SM; cycles of the whole block (clock64). Counts are multiples of 8 (mma, ex2, ffma) and 4 (ldmatrix).
+__global__ void probe_mix_kernel(long long* cycles, float* sink, int iters, int n_mma, int n_ldsm, int n_ex2,
+                                 int n_ffma, int trans) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    __shared__ __align__(16) unsigned short tile[64 * 64];            // 8 KB: 64 rows of 128 bytes
+    const unsigned t = threadIdx.x, lane = t & 31;
+    for (unsigned i = t; i < 64 * 64; i += blockDim.x) tile[i] = (unsigned short)(0x3c00u ^ (i & 0xffu));
+    unsigned a[4], b[2];
+    for (int i = 0; i < 4; ++i) a[i] = 0x2c003000u ^ ((t * 2654435761u + i) & 0x00ff00ffu);
+    for (int i = 0; i < 2; ++i) b[i] = 0x2e002f00u ^ ((t * 40503u + 7 * i) & 0x00ff00ffu);
+    float acc[8][4], e[8], f[8];
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+        for (int i = 0; i < 4; ++i) acc[c][i] = 0.f;
+        e[c] = -0.001f * (float)(c + lane);
+        f[c] = 1.0f + 0.001f * (float)c;
+    }
+    unsigned r[4][4], live = 0;
+    // lane l supplies row l of four 8x8 matrices; rows are 16 bytes apart: each 8-lane phase reads 128
+    // contiguous bytes (conflict-free); the four ldmatrix of a group read four different 512-byte blocks
+    const unsigned base = (unsigned)__cvta_generic_to_shared(tile) + lane * 16u + ((t >> 5) & 1u) * 2048u;
+    __syncthreads();
+    const long long t0 = clock64();
+    for (int it = 0; it < iters; ++it) {
+        for (int m = 0; m < n_mma; m += 8) {
+#pragma unroll
+            for (int c = 0; c < 8; ++c)
+                asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                             "{%8,%9}, {%0,%1,%2,%3};\n"
+                             : "+f"(acc[c][0]), "+f"(acc[c][1]), "+f"(acc[c][2]), "+f"(acc[c][3])
+                             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+        }
+        for (int l = 0; l < n_ldsm; l += 4) {
+#pragma unroll
+            for (int g = 0; g < 4; ++g) {
+                if (trans)
+                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                                 : "=r"(r[g][0]), "=r"(r[g][1]), "=r"(r[g][2]), "=r"(r[g][3])
+                                 : "r"(base + g * 512u));
+                else
+                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                                 : "=r"(r[g][0]), "=r"(r[g][1]), "=r"(r[g][2]), "=r"(r[g][3])
+                                 : "r"(base + g * 512u));
+            }
+            live ^= r[0][0] ^ r[1][1] ^ r[2][2] ^ r[3][3];     // one use per load: ptxas keeps every ldmatrix
+        }
+        for (int x = 0; x < n_ex2; x += 8) {
+#pragma unroll
+            for (int c = 0; c < 8; ++c) asm volatile("ex2.approx.ftz.f32 %0, %0;\n" : "+f"(e[c]));
+        }
+        for (int x = 0; x < n_ffma; x += 8) {
+#pragma unroll
+            for (int c = 0; c < 8; ++c) asm volatile("fma.rn.f32 %0, %0, %1, %2;\n" : "+f"(f[c]) : "f"(0.999f), "f"(0.001f));
+        }
+    }
+    __syncthreads();
+    const long long t1 = clock64();
+    if (t == 0) cycles[blockIdx.x] = t1 - t0;
+    float s = 0.f;
+#pragma unroll
+    for (int c = 0; c < 8; ++c) s += acc[c][0] + acc[c][3] + e[c] + f[c];
+    s += __uint_as_float(live);
+    if (s == 12345.f) sink[0] = s;
+#endif
+}
+
+void probe_mix(long long* cycles, float* sink, int blocks, int warps, int iters, int n_mma, int n_ldsm, int n_ex2,
+               int n_ffma, int trans, cudaStream_t stream) {
+    probe_mix_kernel<<<dim3(blocks), dim3(32 * warps), 0, stream>>>(cycles, sink, iters, n_mma, n_ldsm, n_ex2,
+                                                                    n_ffma, trans);
+    check_cuda(cudaGetLastError(), "probe_mix launch");
+}
