@@ -129,8 +129,7 @@ def test_dispatch_profile_matches_a_literal_launch_order(heavy_first):
                                heavy_first=heavy_first)
     mean = np.mean(tiles)
     assert int(c.head_blocks) == len(tiles)
-    first = float(c.block_spread) if heavy_first else float(c.block_spread) - float(c.block_step) * (len(tiles) - 1)
-    assert [first + float(c.block_step) * k for k in range(len(tiles))] == pytest.approx([w / mean for w in order])
+    assert [float(c.block_work(k)) for k in range(len(tiles))] == pytest.approx([w / mean for w in order])
 
 
 def test_a_causal_grid_of_one_round_waits_for_its_heaviest_block():

@@ -92,7 +92,6 @@ class _SDPA(Kernel):
     arch = {"sm_90": ArchFacts(regs=255, source="estimate: FA2's kernels run at 255 registers",
                                overheads={"tile": 60, "kstep": 2, "mask_elem": 1})}
     backend = ""
-    heavy_first = False
 
     def preset(self, gpu, d, causal):
         raise NotImplementedError

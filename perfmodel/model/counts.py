@@ -105,6 +105,10 @@ class Counts:
         return Counts(**{f.name: getattr(self, f.name) * (1 if f.name in self.RATIOS else factor)
                          for f in dataclasses.fields(self)})
 
+    def block_work(self, k):
+        """The work of a head's k-th dispatched block over the mean block's (block_work_at on these fields)."""
+        return block_work_at(self.block_spread, self.head_blocks, self.block_step, k)
+
     def path(self, feature: str):
         return getattr(self, "path_" + feature)
 
@@ -144,3 +148,11 @@ class Counts:
 
     def to_dict(self) -> dict:
         return {f.name: np.asarray(getattr(self, f.name)).tolist() for f in dataclasses.fields(self)}
+
+
+def block_work_at(spread, head_blocks, step, k):
+    """The work of a head's k-th dispatched block over the mean block's: the heaviest (``spread``) first when
+    ``step`` < 0, last otherwise, changing by ``step`` per block; in the inputs' precision."""
+    s, hb = np.maximum(spread, 1), np.maximum(head_blocks, 1)
+    first = np.where(step < 0, s, s - step * (hb - 1))
+    return first + step * np.mod(k, hb)

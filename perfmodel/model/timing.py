@@ -29,7 +29,7 @@ import numpy as np
 
 from perfmodel.hw.calibration import Calibration
 from perfmodel.hw.gpu import GPUSpec
-from perfmodel.model.counts import PATH_FEATURES, Counts
+from perfmodel.model.counts import PATH_FEATURES, Counts, block_work_at
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,6 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         s = np.maximum(spread, 1)
         step = np.asarray(c.block_step, dtype=f32)
         hb = np.maximum(np.asarray(c.head_blocks, dtype=f32), 1)
-        first = np.where(step < 0, s, s - step * (hb - 1))          # the mean-relative work of a head's block 0
         # (1) the SM holding the first heavy block carries its first round's blocks to the end: their work at the
         # pace its full round sets, joined with the heavy block's own path. The block's global round trips (its
         # prologue) do not grow with its work.
@@ -150,7 +149,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         work = np.zeros_like(sm_cycles)
         for q in range(int(np.max(r_full))):
             j = sm0 + q * gpu.sm_count
-            work = work + np.where((q < r_full) & (j < grid), first + step * np.mod(j, hb), f32(0))
+            work = work + np.where((q < r_full) & (j < grid), block_work_at(s, hb, step, j), f32(0))
         fixed = np.asarray(c.path_gmem * costs["gmem"], dtype=f32)
         heavy_path = (lat - fixed) * s + fixed
         share = work / np.maximum(r_full, 1)
