@@ -2,13 +2,12 @@
 csrc/probe.cu probe_mix_kernel): SM cycles per loop iteration for single instruction classes (mma.sync, ldmatrix.x4,
 ldmatrix.x4.trans, MUFU.EX2, FFMA) and for their mixes, at 1, 2 and 4 warps per scheduler. From it: the SM cycles
 one ldmatrix.x4 costs, and whether the pipes' times add or overlap. Usage: python3 scripts/probe_pipes.py OUT.json"""
-import datetime
 import json
 import sys
 
 import numpy as np
 
-from perfmodel.measure import build, runner
+from perfmodel.measure import build, probe
 
 # (name, n_mma, n_ldsm, n_ex2, n_ffma, trans) per warp per iteration
 MIXES = [
@@ -46,12 +45,9 @@ def main(out_path):
                 best = c if best is None else min(best, c)
             res[name][f"sm_cycles_per_iter_{w}w"] = best
         print(name, {w: round(res[name][f"sm_cycles_per_iter_{w}w"], 1) for w in WARPS}, flush=True)
-    clock = runner.Clock()
     out = {"mixes": res, "iters": iters, "blocks": sm, "warps_per_block": list(WARPS),
-           "provenance": dict(gpu_name=torch.cuda.get_device_name(), sm_clock_mhz=clock.sm_mhz(),
-                              driver=clock.driver(), torch=str(torch.__version__), nvcc=tool["nvcc"],
-                              date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                              command="python3 scripts/probe_pipes.py " + " ".join(sys.argv[1:]))}
+           "provenance": probe.script_provenance(torch, tool,
+                                                 "python3 scripts/probe_pipes.py " + " ".join(sys.argv[1:]))}
     json.dump(out, open(out_path, "w"), indent=1)
 
 

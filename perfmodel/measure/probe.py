@@ -233,6 +233,17 @@ def _mma(torch, ext, sm: int, has_mma: bool, log) -> dict:
     return out
 
 
+def script_provenance(torch, tool: dict, command: str) -> dict:
+    """Where a probe script's numbers come from (scripts/probe_*.py): the GPU, its clock, driver, torch, nvcc,
+    the date and the command."""
+    from perfmodel.measure import runner
+
+    clock = runner.Clock()
+    return dict(gpu_name=torch.cuda.get_device_name(), sm_clock_mhz=clock.sm_mhz(), driver=clock.driver(),
+                torch=str(torch.__version__), nvcc=tool["nvcc"],
+                date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), command=command)
+
+
 def _plain(x):
     if isinstance(x, dict):
         return {str(k): _plain(v) for k, v in x.items()}
