@@ -97,3 +97,13 @@ def test_tensor_core_accuracy_does_not_regress(key):
     s = validate.evaluate(ms, split=rec["split"])[0].summary()
     assert s["n"] == rec["n"]
     assert s["mape"] <= rec["mape"] * (1 + 1e-4) and s["max_ape"] <= rec["max_ape"] * (1 + 1e-4)
+
+
+@pytest.mark.parametrize("kernel", ["fa2_tc", "sdpa-flash", "sdpa-cudnn"])
+def test_plain_roofline_column_bounds_every_measured_row_from_below(kernel):
+    """validate reports a plain roofline beside the model: FLOPs at the datasheet's dense tensor peak, DRAM bytes
+    at the bandwidth. No measured launch beats it, and it is far from the measurements (what the model is for)."""
+    ev = validate.evaluate(dataset.load([DATA / "h100" / f"{kernel}.csv"]), split="all")[0]
+    assert np.all(ev.roofline_s > 0) and np.all(ev.roofline_s < ev.measured_s)
+    s = ev.summary()
+    assert s["roofline_mape"] > 2 * s["mape"]

@@ -44,18 +44,20 @@ def validate(files, gpu_name, cal_path, no_calibration, no_fits, split, worst, a
     t = Table(title=f"predicted vs measured (absolute percent error), {split} rows", title_justify="left",
               show_edge=False)
     for col in ("kernel", "GPU", "n", "path costs", "MAPE", "median", "worst", "Spearman", "seed MAPE",
-                "seed median", "seed worst", "seed Spearman"):
+                "seed median", "seed worst", "seed Spearman", "roofline MAPE", "roofline worst"):
         t.add_column(col, justify="right" if col not in ("kernel", "GPU", "path costs") else "left")
     fmt = lambda v, f: "—" if v is None or not np.isfinite(v) else format(v, f)
     for s in summaries:
         t.add_row(s["kernel"], s["gpu"], str(s["n"]), "fitted" if s["path_costs_fitted"] else "probe",
                   fmt(s["mape"], ".1f") + "%", fmt(s["median_ape"], ".1f") + "%", fmt(s["max_ape"], ".1f") + "%",
                   fmt(s["spearman"], ".3f"), fmt(s["seed_mape"], ".1f") + "%", fmt(s["seed_median_ape"], ".1f") + "%",
-                  fmt(s["seed_max_ape"], ".0f") + "%", fmt(s["seed_spearman"], ".3f"))
+                  fmt(s["seed_max_ape"], ".0f") + "%", fmt(s["seed_spearman"], ".3f"),
+                  fmt(s["roofline_mape"], ".1f") + "%", fmt(s["roofline_max_ape"], ".0f") + "%")
     out.print(t)
     out.print("Spearman: rank correlation over tile configurations at fixed (B, H, N, d), averaged over groups "
               "of three or more. Path costs: 'probe' = microbenchmark constants only; 'fitted' = the kernel's path "
-              "costs were fitted on the training split (perfmodel fit), which 'test' rows exclude.")
+              "costs were fitted on the training split (perfmodel fit), which 'test' rows exclude. Roofline: max(FLOPs / the "
+              "datasheet's dense peak of the dtype (tensor cores for fp16/bf16), DRAM bytes / bandwidth).")
     for e in evals[: len(evals) if worst else 0]:
         order = np.argsort(-e.ape)[:worst]
         w = Table(title=f"worst {len(order)}: {e.kernel} on {e.gpu}", title_justify="left", show_edge=False)

@@ -65,6 +65,7 @@ class Evaluation:
     measured_s: np.ndarray
     predicted_s: np.ndarray
     seed_s: np.ndarray
+    roofline_s: np.ndarray  # a plain roofline: max(FLOPs / datasheet compute peak of the dtype, DRAM bytes / bandwidth)
     files: list
     split: str = "test"
     fitted: bool = False
@@ -78,6 +79,10 @@ class Evaluation:
     def seed_ape(self):
         return np.abs(self.seed_s / self.measured_s - 1) * 100
 
+    @property
+    def roofline_ape(self):
+        return np.abs(self.roofline_s / self.measured_s - 1) * 100
+
     def summary(self) -> dict:
         groups = list(zip(*(self.params[k] for k in ("B", "H", "N", "d", "dtype", "causal"))))
         sp, ng = grouped_spearman(groups, self.predicted_s, self.measured_s)
@@ -89,6 +94,10 @@ class Evaluation:
             "spearman": sp, "spearman_groups": ng,
             "seed_mape": float(self.seed_ape.mean()), "seed_median_ape": float(np.median(self.seed_ape)),
             "seed_max_ape": float(self.seed_ape.max()), "seed_spearman": ssp,
+            "roofline_mape": float(self.roofline_ape.mean()),
+            "roofline_median_ape": float(np.median(self.roofline_ape)),
+            "roofline_max_ape": float(self.roofline_ape.max()),
+            "roofline_spearman": grouped_spearman(groups, self.roofline_s, self.measured_s)[0],
             "files": sorted(set(self.files)),
         }
 
@@ -108,8 +117,15 @@ def split_mask(ms: MeasurementSet, split: str) -> np.ndarray:
 def predict_set(ms: MeasurementSet, spec, cal) -> tuple[np.ndarray, tuple]:
     """Our prediction of every row of a measurement set (its measured registers where recorded); and the
     notes the predictions carry."""
+    pred, _, notes = _predict_rows(ms, spec, cal)
+    return pred, notes
+
+
+def _predict_rows(ms: MeasurementSet, spec, cal) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """predict_set's predictions, the plain roofline time of every row, and the notes."""
     kernel = get_kernel(ms.kernel)
     out = np.empty(len(ms))
+    roof = np.empty(len(ms))
     notes = ()
     for dtype, causal in ms.shapes():
         m = (ms.dtype == dtype) & (ms.causal == causal)
@@ -117,8 +133,9 @@ def predict_set(ms: MeasurementSet, spec, cal) -> tuple[np.ndarray, tuple]:
         tiles = kernel.Tiles.from_columns(ms.tile_columns(m))
         p = engine.evaluate(spec, kernel, shape, tiles, cal, regs=ms.regs(m))
         out[m] = np.asarray(p.time_s, float)
+        roof[m] = np.asarray(p.roofline_time_s, float)
         notes = notes + tuple(n for n in p.notes if n not in notes)
-    return out, notes
+    return out, roof, notes
 
 
 def evaluate(sets: list[MeasurementSet], gpu_name: str | None = None, cal_path: str | None = None,
@@ -136,7 +153,7 @@ def evaluate(sets: list[MeasurementSet], gpu_name: str | None = None, cal_path: 
         if spec is None:
             raise InputError(f"no built-in spec matches the measured GPU '{ms.gpu_name}'; pass --gpu")
         cal = cal_mod.resolve(spec, cal_path, use_builtin=use_builtin_calibration, use_fits=use_fits)
-        pred, _ = predict_set(ms, spec, cal)
+        pred, roof, _ = _predict_rows(ms, spec, cal)
         bad = int((~np.isfinite(pred)).sum())
         if bad:
             raise InputError(f"{bad} of {len(ms)} {ms.kernel} rows cannot run on {spec.name} (they do not fit it); "
@@ -145,7 +162,7 @@ def evaluate(sets: list[MeasurementSet], gpu_name: str | None = None, cal_path: 
         P.update(dtype=ms.dtype, causal=ms.causal)
         sd = np.asarray(seed.predict(spec, P["B"], P["H"], P["N"], P["d"], P["Br"], P["Bc"]).time_s, float)
         key = get_kernel(ms.kernel).fit_key
-        out.append(Evaluation(ms.kernel, spec.key, len(ms), P, ms.measured_s, pred, sd, list(ms.files), split,
+        out.append(Evaluation(ms.kernel, spec.key, len(ms), P, ms.measured_s, pred, sd, roof, list(ms.files), split,
                               cal.fitted(key), cal.describe(key, ms.kernel)))
     if not out:
         raise InputError(f"no rows in the '{split}' split")
