@@ -77,7 +77,9 @@ def closed(kernel, cfg):
 ALL = [("fa1", c) for c in FA1_CASES] + [("fa2", c) for c in FA2_CASES + FA2_EXTRA]
 
 
-TENSOR_ONLY = ("mma", "shfl")       # features of tensor-core kernels: the fp32 kernels have none
+# features of the tensor-core kernels' paths (MMA chains, shuffles, the K/V tile loads a single-buffered loop
+# waits on): the fp32 kernels have none
+TENSOR_ONLY = ("mma", "shfl", "load", "load_miss")
 
 
 def test_the_enumeration_tallies_every_path_feature():

@@ -140,6 +140,7 @@ def from_spec(gpu: GPUSpec) -> Calibration:
             "outer": 0.0,                 # no probe prices it: the step costs carry their own loop overhead
             "conflict": a("conflict_cycles"), "fp32": a("fp32_latency_cycles"), "sfu": a("sfu_latency_cycles"),
             "gmem": a("l2_latency_cycles"), "sync": a("sync_cycles"),
+            "load": a("l2_latency_cycles"), "load_miss": a("dram_latency_cycles"),
             "mma": arch.value(sm, "mma_latency_cycles", 0.0) or 1e9,     # no tensor cores: never on a path
             "shfl": a("smem_latency_cycles"),   # estimate: a shuffle crosses the same crossbar as a shared load
         },

@@ -87,6 +87,7 @@ class Kernel(ABC):
     arch: dict = {}                        # "sm_90" -> ArchFacts
     serial: tuple = ()                     # groups of timing resources whose times add (model/timing.py)
     path_pipes: tuple = ()                 # resources whose work a warp waits on itself: on its path (timing.py)
+    pipe_p: float = 0.0                    # > 0: the pipes join one another by this p-norm first (timing.py)
     fit_features: tuple = ("dot", "reduction", "exp", "outer", "gmem", "sync")   # path costs `fit` may fit
     path_costs_from: str | None = None     # use another kernel's fitted path costs (same loop forms)
     external: bool = False                 # a library's kernel: nothing may be fitted to its timings

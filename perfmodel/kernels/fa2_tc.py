@@ -130,7 +130,15 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
     # causal: consecutive Q tiles differ by Br/Bc key tiles (a split block by its share of that); split-KV
     # launches dispatch a head's Q tiles once per split, so the pattern repeats every qblocks_h blocks
     step = (Br / Bc / splits / tiles_b) * (-1 if heavy_first else 1) if causal else 0 * N
+    # K/V loads a block waits on each tile (single-buffered). Without a mask a head's blocks start together and
+    # walk the same tiles in step: each load is the first touch of its tile (DRAM). Causal blocks start at their
+    # own diagonal tiles: after its first tile, a block finds each tile in L2, fetched by the block it starts at.
+    miss_free = np.maximum(tiles_b - 1, 0) * 2 if causal else 0 * tiles_b
+    # split-KV: each split writes its partial O and row statistics in fp32; a second kernel reads them back and
+    # writes O (flash_fwd_splitkv_combine_kernel)
+    accum = np.where(splits > 1, splits * N * (d + 1) * 4, 0)
     return Counts(
+        launches=np.where(splits > 1, 2, 1),
         tensor_fma=tiles_h * 2 * Br * Bc * d,
         exp=tiles_h * Br * Bc + tiles_h * Br, cmp=tiles_h * Br * Bc, add=tiles_h * Br * Bc,
         mul=tiles_h * Br * (Bc + d), fma=0 * N,
@@ -140,11 +148,13 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
         smem_ld_wavefronts=4 * ldsm_h, smem_ld_bytes=512 * ldsm_h,
         smem_st_wavefronts=4 * ldgsts, smem_st_bytes=512 * ldgsts,
         gld_sectors=ldgsts * 16,
-        l2_read_bytes=blocks_h * Br * d * dtype_bytes + tiles_h * 2 * Bc * d * dtype_bytes, l2_write_bytes=nd,
+        l2_read_bytes=blocks_h * Br * d * dtype_bytes + tiles_h * 2 * Bc * d * dtype_bytes + accum,
+        l2_write_bytes=nd + accum,
         dram_read_once=3 * nd, dram_read_reuse=np.maximum(tiles_h * 2 * Bc * d * dtype_bytes - 2 * nd, 0),
         reuse_live_bytes=2 * nd, dram_write_once=nd,
         path_mma=tiles_b * (KQ + KP), path_fp32=tiles_b * (4 * NS + 4), path_shfl=tiles_b * 2,
         path_sfu=tiles_b * 2, path_sync=tiles_b * 2 + 1, path_gmem=1 + 0 * N,
+        path_load=miss_free, path_load_miss=tiles_b * 2 - miss_free,
         block_spread=spread, head_blocks=qblocks_h, block_step=step,
     )
 
@@ -165,7 +175,11 @@ class FA2TC(Kernel):
     # measurements agree: one block per SM spends ~2.5x its pipe time per KV tile (examples/measurements/h100,
     # B*H*N/Br <= 132 rows), and two warps per scheduler gain only 1.2-1.6x over one.
     path_pipes = ("tensor", "sfu", "fp32", "smem")
-    fit_features = ("mma", "fp32", "gmem", "overlap")
+    # The pipes among themselves, as the pipe-mix probe measured FA2's loop mixes (examples/measurements/h100/probe/
+    # pipes.json): mma.sync and FFMA add, shared memory and MUFU overlap them, p = 5 reproduces the mixes to 1%.
+    serial = (("tensor", "fp32"),)
+    pipe_p = 5.0
+    fit_features = ("mma", "fp32", "gmem", "load", "load_miss", "overlap")
 
     def default_tiles(self, shape=None, gpu=None):
         if shape is not None and int(np.asarray(shape.d)) in DEFAULTS:

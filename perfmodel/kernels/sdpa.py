@@ -150,6 +150,7 @@ class SDPAFlash(_SDPA):
 
     name = "sdpa-flash"
     path_pipes = FA2TC.path_pipes         # FlashAttention-2's loop step: the same dependent chain as fa2_tc's
+    serial, pipe_p = FA2TC.serial, FA2TC.pipe_p      # and the same pipe mix
     path_costs_from = "fa2_tc"
     description = "PyTorch SDPA's flash backend (vendored FlashAttention-2): its tile table and split-KV heuristic"
     backend = "FLASH_ATTENTION"
@@ -194,8 +195,10 @@ class SDPACudnn(_SDPA):
         (no per-warp ldmatrix): a quarter of FA2's operand traffic."""
         c = super().head_counts(shape, tiles, facts)
         ld = c.warp_ldsm / 4
+        # FA3's producer warpgroup copies K and V (TMA) stages ahead of the consumers: no tile load on their path
         return dataclasses.replace(c, warp_wgmma=c.warp_mma, warp_mma=0 * c.warp_mma, warp_ldsm=0 * ld,
-                                   smem_ld_wavefronts=4 * ld, smem_ld_bytes=512 * ld)
+                                   smem_ld_wavefronts=4 * ld, smem_ld_bytes=512 * ld,
+                                   path_load=0 * c.path_load, path_load_miss=0 * c.path_load_miss)
 
     def preset(self, gpu, d, causal):
         if d <= 64:

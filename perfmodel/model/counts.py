@@ -32,6 +32,8 @@ PATH_FEATURES = {
     "fp32": "another dependent FP32 instruction",
     "sfu": "another dependent MUFU instruction",
     "gmem": "a global-memory round trip",
+    "load": "a tile's global load that a block waits on in its loop (single-buffered K or V), found in L2",
+    "load_miss": "such a load that misses L2: the head's blocks ask for the tile together, before any has it",
     "sync": "a __syncthreads",
     "mma": "a dependent tensor-core step (mma.sync m16n8k16)",
     "shfl": "a dependent warp shuffle",
@@ -79,6 +81,7 @@ class Counts:
     head_blocks: object = 1     # blocks of one head, dispatched one after another (heads follow each other)
     block_step: object = 0      # change of a block's work from one dispatched block of a head to the next, over
                                 # the mean block's (< 0: each head's heaviest block first; > 0: its lightest first)
+    launches: object = 1        # kernels the launch runs one after another (a split-KV pass and its combine: 2)
     # --- latency path (per block) --------------------------------------------------------------------------
     path_dot: object = 0
     path_reduction: object = 0
@@ -88,12 +91,14 @@ class Counts:
     path_fp32: object = 0
     path_sfu: object = 0
     path_gmem: object = 0
+    path_load: object = 0
+    path_load_miss: object = 0
     path_sync: object = 0
     path_mma: object = 0
     path_shfl: object = 0
 
     # fields that describe the launch's blocks, not amounts: they neither add (the larger holds) nor scale
-    RATIOS = ("block_spread", "head_blocks", "block_step")
+    RATIOS = ("block_spread", "head_blocks", "block_step", "launches")
 
     # ---------------------------------------------------------------------------------------------------
     def __add__(self, other: "Counts") -> "Counts":

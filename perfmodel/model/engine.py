@@ -62,7 +62,7 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
     bpsm = occupancy.blocks_per_sm(gpu, launch.threads, launch.regs, launch.smem_bytes)
     mem = memory.traffic(c, shape.heads, launch.grid_blocks, bpsm, gpu.sm_count, cal.l2_effective_bytes)
     t = timing.predict(c, mem, launch.grid_blocks, launch.threads, bpsm, gpu, cal, kernel.fit_key, kernel.serial,
-                      kernel.path_pipes)
+                      kernel.path_pipes, kernel.pipe_p)
     ceil = ceilings(gpu, cal)
     roof = np.maximum(c.flops / ceil.compute_flops(shape.dtype), mem.dram_bytes / ceil.dram_bps)
     grid = np.asarray(launch.grid_blocks)

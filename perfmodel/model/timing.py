@@ -9,14 +9,16 @@ A round of r blocks costs
                 cost in cycles (calibration.path_costs);
 
 joined by a p-norm, (sum t^p)^(1/p): with few warps the path dominates, with many the pipes do, and in between
-both count. A kernel whose warps use some resources one after another, each waiting on the last, names them in
+both count. A kernel whose pipes were measured together (``Kernel.pipe_p``: the pipe-mix probe's p) joins them by
+that p first, so the path's p (fitted) governs only how co-resident warps hide its latency. A kernel whose warps use some resources one after another, each waiting on the last, names them in
 ``Kernel.serial``: the times of the resources in one group add before the group joins the rest. A kernel whose
 warp waits on its own work on some pipes (FlashAttention-2 on tensor cores: a warp's MMAs wait on its ldmatrix
 fragments, its softmax on its MMAs) names them in ``Kernel.path_pipes``: one warp's share of that work joins the
 block's path, and co-resident warps overlap one another only through the p-norm (whose p a kernel's fit may
 hold). Blocks of uneven work (causal grids: ``Counts.block_spread``) cannot finish before the heaviest. The
 chip-wide rows of CHIP_RESOURCES (L2, DRAM) join the SM time the same way. Adding a resource is one row here (and
-the calibration field that prices it).
+the calibration field that prices it). A launch of several kernels (``Counts.launches``) pays the launch cost
+of each.
 """
 
 from __future__ import annotations
@@ -87,10 +89,11 @@ def path_cycles(c: Counts, costs: dict):
 
 
 def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, cal: Calibration,
-            fit_key: str, serial: tuple = (), path_pipes: tuple = ()) -> Timing:
+            fit_key: str, serial: tuple = (), path_pipes: tuple = (), pipe_p: float = 0.0) -> Timing:
     """Seconds for each launch. Computed in float32 (7 significant digits, far below the model's own error),
     which keeps a million-configuration sweep near a second. ``mem``: the DRAM traffic (model.memory);
-    ``fit_key``: whose fitted path costs apply (Kernel.fit_key)."""
+    ``fit_key``: whose fitted path costs apply (Kernel.fit_key); ``pipe_p`` > 0: the pipes join one another by
+    this p-norm before they join the path (Kernel.pipe_p)."""
     f32 = np.float32
     grid = np.asarray(grid_blocks, dtype=f32)
     bpsm = np.asarray(blocks_per_sm).astype(f32)
@@ -125,10 +128,17 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
             parts["+".join(group)] = sum(parts.pop(name) for name in group)
         return list(parts.values())
 
+    def join(t, path):
+        """Cycles of co-resident blocks whose SM resources need ``t`` together, each waiting ``path``."""
+        parts = _joined(t)
+        if pipe_p:
+            parts = [_pnorm(parts, pipe_p)]
+        return _pnorm([*parts, path], p_sm)
+
     def round_cycles(r):
         t = thr_cycles(r)
         active = r > 0
-        total = _pnorm([*_joined(t), lat], p_sm)
+        total = join(t, lat)
         return np.where(active, total, f32(0)), {k: np.where(active, v, f32(0)) for k, v in t.items()}
 
     tf, parts_f = round_cycles(r_full)
@@ -153,7 +163,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         fixed = np.asarray(c.path_gmem * costs["gmem"], dtype=f32)
         heavy_path = (lat - fixed) * s + fixed
         share = work / np.maximum(r_full, 1)
-        heavy_sm = _pnorm([*(v * share for v in _joined(parts_f)), heavy_path], p_sm)
+        heavy_sm = join({k: v * share for k, v in parts_f.items()}, heavy_path)
         # (2) the last-dispatched heaviest block starts when the work queued before it has been served (at once if
         # it gets a slot in the first round), then runs at a lone block's pace: the schedulers favour the oldest
         # warps, so a block holding most of its SM's remaining work is hardly slowed by lighter ones beside it.
@@ -161,7 +171,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         queue = np.where(step < 0, (heads - 1) * hb, grid - 1)
         after = np.where(step < 0, (heads - 1) / heads, 1 - s / grid)
         start = np.where(queue >= gpu.sm_count * bpsm_safe, after * sm_cycles, f32(0))
-        lone = _pnorm([*(v * s for v in _joined(thr_cycles(f32(1)))), heavy_path], p_sm)
+        lone = join({k: v * s for k, v in thr_cycles(f32(1)).items()}, heavy_path)
         sm_cycles = np.where(spread > 1, np.maximum(sm_cycles, np.maximum(heavy_sm, start + lone)), sm_cycles)
     clock = f32(gpu.clock_hz)
     sm_time = sm_cycles / clock
@@ -169,7 +179,8 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     times["latency"] = (full_rounds + (last > 0)) * lat / clock
     for res in CHIP_RESOURCES:
         times[res.name] = (res.work(c, mem) / res.rate(cal)).astype(f32)
-    total = _pnorm([sm_time] + [times[r.name] for r in CHIP_RESOURCES], cal.overlap_p) + cal.launch_overhead_s
+    launches = np.asarray(c.launches, dtype=float)
+    total = _pnorm([sm_time] + [times[r.name] for r in CHIP_RESOURCES], cal.overlap_p) + cal.launch_overhead_s * launches
     best = np.zeros(np.shape(total), dtype=np.int8)
     top = np.broadcast_to(times[RESOURCES[0]], np.shape(total))
     for i, k in enumerate(RESOURCES[1:], start=1):
