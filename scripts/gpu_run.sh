@@ -6,7 +6,7 @@
 #
 #   scripts/gpu_run.sh STEP [MAX_SECONDS]
 #   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | sdpa-fresh | head-start-check
-#         | ncu | ncu-tc | bench-tc | probe-pipes | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
+#         | ncu | ncu-tc | ncu-dram | bench-tc | probe-pipes | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
 #   retime-tc: measure again the fa2_tc rows whose recorded timing was disturbed (measure --retime-unstable)
 #   PACK=1: pack everything under $OUT into $OUT/out.tar.gz at the end (a lent machine returns at most 8 files)
 set -euo pipefail
@@ -53,6 +53,9 @@ case $step in
     pm measure --kernel fa2_tc --grid examples/grids/check-head-start.yaml --out "$OUT/fa2_tc-head-start.csv" ;;
   ncu) bash scripts/ncu_run.sh "$OUT" ;;
   ncu-tc) bash scripts/ncu_run.sh "$OUT" fa2_tc:examples/grids/ncu-fa2_tc.yaml ;;
+  ncu-dram)           # DRAM and L2 counters only, every kernel's grid in one profiled process: ncu_dram_*.csv
+    NCU_METRICS=dram NCU_ONE_PROCESS=1 bash scripts/ncu_run.sh "$OUT" fa1:examples/grids/ncu-dram-fa1.yaml \
+      fa2:examples/grids/ncu-dram-fa2.yaml fa2_tc:examples/grids/ncu-dram-fa2_tc.yaml ;;
   bench-tc) python3 scripts/fa2_tc_bench.py bench --out "$OUT/fa2_tc_vs_sdpa.json" ;;
   probe-pipes) python3 scripts/probe_pipes.py "$OUT/pipes.json" ;;
   all)
