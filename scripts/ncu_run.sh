@@ -66,7 +66,7 @@ if len(data) != len(configs):
 keep = [i for i, h in enumerate(header) if "__" in h or h in ("Kernel Name", "Block Size", "Grid Size")]
 gs = header.index("Grid Size") if "Grid Size" in header else None
 from perfmodel.kernels import get
-from perfmodel.shape import make_shape
+from perfmodel.measure.one import configure
 with open(dst, "a", newline="") as f:
     w = csv.writer(f)
     for n, (args, r) in enumerate(zip(configs, data)):
@@ -74,9 +74,7 @@ with open(dst, "a", newline="") as f:
         if gs is not None:        # the launch must be this configuration's: same number of blocks
             p = dict(cfg)
             k = get(p.pop("kernel"))
-            shape = make_shape(*(p.pop(x) for x in "BHNd"), dtype=p.pop("dtype", "fp32"),
-                               causal=p.pop("causal", "0") == "1")
-            want = int(k.grid_blocks(shape, k.make_tiles(shape, **p)))
+            want = int(k.grid_blocks(*configure(k, p)))
             got = 1
             for x in re.findall(r"\d+", r[gs]):
                 got *= int(x)

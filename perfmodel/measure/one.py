@@ -19,11 +19,16 @@ def _args(c) -> str:
                     + [f"{f}={getattr(t, f)}" for f in t.fields()])
 
 
-def run(k, params: dict, torch=None) -> None:
-    """Build (once), launch and check one configuration given as NAME=VALUE strings."""
+def configure(k, params: dict):
+    """(AttentionShape, Tiles) of kernel ``k`` from NAME=VALUE strings (the argument lines ``--list`` prints)."""
     p = dict(params)
     shape = make_shape(*(p.pop(x) for x in AXES), dtype=p.pop("dtype", "fp32"), causal=p.pop("causal", "0") == "1")
-    tiles = k.make_tiles(shape, **p)
+    return shape, k.make_tiles(shape, **p)
+
+
+def run(k, params: dict, torch=None) -> None:
+    """Build (once), launch and check one configuration given as NAME=VALUE strings."""
+    shape, tiles = configure(k, params)
     from perfmodel.measure import build, runner
     torch = torch or build.require_torch()
     r = k.runner(torch, build.load(), shape, tiles)
