@@ -92,11 +92,13 @@ def kv_tiles(N, Br, Bc, causal: bool):
     return inner + Tc, Tr
 
 
-def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None, splits=1, heavy_first=True):
+def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None, splits=1, heavy_first=True,
+                    elem_fp32=3):
     """Counts of one head of an FA2-structured tensor-core forward (this kernel, or FlashAttention-2 itself with
     ``q_in_registers=False``). ``splits`` > 1: split-KV, each Q tile's key range cut into that many blocks.
     The launch runs head after head; ``heavy_first``: each head's Q tiles are dispatched longest first (this
-    kernel), else shortest first (FlashAttention-2: blockIdx.x = m_block)."""
+    kernel), else shortest first (FlashAttention-2: blockIdx.x = m_block). ``elem_fp32``: the softmax's FP32-pipe
+    instructions per score (this kernel's: FMNMX, FFMA, FADD; a library kernel's, read off its SASS)."""
     N, d, Br, Bc, W, splits = (arr(x) for x in (N, d, Br, Bc, W, splits))
     MT = Br // W // 16
     NS, KQ, NO, KP = Bc // 8, d // 16, d // 8, Bc // 16
@@ -111,7 +113,7 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
     mma = 2 * MT * Bc * d // 128
     ldsm = 2 * (Bc * d // 256) + np.where(qreg, 0, MT * KQ)
     sfu = 4 * MT * NS + 2 * MT
-    fp32 = 4 * MT * NS * 3 + 4 * MT * NO + 2 * MT * NS + 8 * MT
+    fp32 = 4 * MT * NS * elem_fp32 + 4 * MT * NO + 2 * MT * NS + 8 * MT
     shfl = 4 * MT
     other = o["tile"] + o["kstep"] * (KQ + KP)
     per_block_tile_copies = Bc * d * dtype_bytes * 2 // 512            # K and V, 512 B per warp instruction

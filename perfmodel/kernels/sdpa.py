@@ -7,10 +7,16 @@
   B*H*ceil(N/64) < 0.8 * 2 * SMs, the split-KV kernel (64 x {256, 128, 64} tiles, 4 warps) runs with
   ``num_splits_heuristic``'s split count. The loop nest is FlashAttention-2's: the same structure as fa2_tc, with
   Q re-read from shared memory at every k-step (``Is_Q_in_regs = false``).
-* ``sdpa-cudnn``: the cuDNN backend, closed source. Assumed a Hopper FlashAttention-3-class kernel: FA3's tiles
-  (hopper/tile_size.h: d=64 192x192 (causal 192x128), d=128 128x176 (causal 128x128), d=256 128x80) and
-  warpgroup MMAs at the wgmma rate; the loop nest is otherwise counted as FA2's. These assumptions are stated in
-  the README; they are the model's, not NVIDIA's.
+* ``sdpa-cudnn``: the cuDNN backend, closed source and generated at run time. What its launch and its SASS show
+  (cuDNN 9.19 on the H100: examples/measurements/h100/sdpa_kernels.json, the profiler's record of every launch,
+  and sdpa_sass/, Nsight Compute's per-instruction counts, scripts/ncu_sdpa_sass.sh) is taken as the preset: one
+  kernel, ``..._sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x{d}...``, 384 threads (a producer warpgroup that
+  copies K/V tiles by TMA, UTMALDG, and two consumer warpgroups of 64 query rows each), 128 x 128 tiles at d = 64
+  and 128, causal or not, 168 registers, 134144 / 232448 bytes of shared memory (one block per SM), a persistent
+  grid of min(tiles, SMs) blocks. Each consumer warpgroup's KV step is one chain: Q K^T as 8 HGMMA.64x128x16 from
+  shared memory, a wait (WARPGROUP.DEPBAR), the row max (FMNMX, SHFL), the exponentials (MUFU.EX2), P V as 8 HGMMA
+  with P from registers, a wait. Named barriers 4 and 5 let one warpgroup at a time run its exponentials. Other
+  head dimensions were not observed: they keep FA3's tiles (hopper/tile_size.h, d=256: 128x80).
 
 ``--Br/--Bc`` override a preset's tiles; the split count is always the library's.
 """
@@ -103,6 +109,16 @@ class _SDPA(Kernel):
         Br, Bc, w = self.preset(gpu, d, causal)
         return SDPATiles(Br, Bc, w)
 
+    def library_tiles(self, shape, gpu):
+        """The preset's tiles for every problem of a vectorised shape (a measured row's tile columns record the
+        preset of the day it was measured; the library chose its own)."""
+        d, causal = np.broadcast_arrays(arr(shape.d), np.asarray(shape.causal, bool))
+        out = np.zeros((3,) + d.shape, np.int64)
+        for dd, cz in set(zip(d.ravel().tolist(), causal.ravel().tolist())):
+            sel = (d == dd) & (causal == cz)
+            out[:, sel] = np.array(self.preset(gpu, int(dd), bool(cz)))[:, None]
+        return SDPATiles(Br=out[0], Bc=out[1], warps=out[2])
+
     def sweep_values(self, name):
         return None
 
@@ -115,10 +131,12 @@ class _SDPA(Kernel):
     def smem_bytes(self, shape, tiles):
         return (arr(tiles.Br) + 2 * arr(tiles.Bc)) * arr(shape.d) * 2
 
+    elem_fp32 = 3          # FP32-pipe instructions per attention score, softmax's (fa2_tc's: FMNMX, FFMA, FADD)
+
     def head_counts(self, shape, tiles, facts):
         return head_counts_fa2(shape.N, shape.d, tiles.Br, tiles.Bc, tiles.warps, shape.causal, shape.element_bytes,
                                facts.overheads, q_in_registers=False, splits=tiles.splits,
-                               heavy_first=self.heavy_first)
+                               heavy_first=self.heavy_first, elem_fp32=self.elem_fp32)
 
     def runner(self, torch, ext, shape, tiles):
         from perfmodel.measure.runner import Runner as Base
@@ -156,6 +174,11 @@ class SDPAFlash(_SDPA):
     backend = "FLASH_ATTENTION"
     # causal launch order: flash_fwd_kernel.h takes m_block = blockIdx.x, so each head's longest Q tile runs last
     heavy_first = False
+    # per score, read off Nsight Compute's executed-instruction counts of flash_fwd_kernel (d = 64, fp16;
+    # examples/measurements/h100/sdpa_sass, scripts/ncu_sdpa_sass.sh): FMNMX, FSETP and two FMULs around MUFU.EX2
+    # (exp2f's range check and scaling), the scale FMUL, two FADDs: 7 (136 FMNMX, 136 FSETP, 464 FMUL with 64 of
+    # them O's rescale, 256 FADD per warp per 128 x 128 tile of 128 scores a thread)
+    elem_fp32 = 7
 
     def preset(self, gpu, d, causal):
         sm = gpu.sm if gpu is not None else "sm_90"
@@ -176,36 +199,48 @@ class SDPAFlash(_SDPA):
 
 class SDPACudnn(_SDPA):
     name = "sdpa-cudnn"
-    description = ("PyTorch SDPA's cuDNN backend, modelled as a FlashAttention-3-class Hopper kernel (FA3's tiles; "
-                   "assumptions in the README)")
+    description = ("PyTorch SDPA's cuDNN backend: a Hopper wgmma FlashAttention kernel, tiles and loop read off its "
+                   "launch and SASS (cuDNN 9.19)")
     backend = "CUDNN_ATTENTION"
-    # causal launch order: assumed longest first, as FA3's tile scheduler orders its work (closed source: unread)
+    # causal launch order: the persistent grid hands out tiles longest first (assumed, as FA3's tile scheduler)
     heavy_first = True
-    # a warpgroup's softmax: its MUFU and FP32 work feed each other (the rule chosen on fa2_tc's training split);
-    # warpgroup MMAs read shared memory asynchronously, so they form no group with it
-    serial = (("sfu", "fp32"),)
-    # FA3-class kernels cap registers with setmaxnreg (FA3: 240 for 2 consumer warpgroups, 160 for 3); the
-    # block-average 168 lets 384 threads fit a 64 K register file, as FA3's budgets do (reference/tensorcore.md)
-    arch = {"sm_90": ArchFacts(regs=168, source="estimate from FA3's register budgets",
+    # A KV step, read off the SASS: each consumer warpgroup's GEMMs, its softmax and its waits follow one another;
+    # the two warpgroups' GEMMs share the tensor pipe, and named barriers let one warpgroup at a time run its
+    # exponentials while the other computes. So a step costs the tensor pipe's time for both warpgroups, one
+    # warpgroup's exponentials (half the MUFU work) and the chain's latencies, added; the rest (FP32, shared
+    # memory, issue) overlaps them.
+    serial = (("wgmma", ("sfu", 1 / 2), "latency"),)
+    # per score, read off the SASS's executed-instruction counts (d = 64 and 128): FMNMX, the scale FMUL, two FADDs
+    # (68 FMNMX, 130 FADD, 99 / 132 FMUL with 32 / 64 of them O's rescale, per warp per tile of 64 scores a thread)
+    elem_fp32 = 4
+    # the launch's 168 registers and shared memory (per head dimension, at its 128 x 128 tiles): one block per SM
+    arch = {"sm_90": ArchFacts(regs=168, source="the launch (examples/measurements/h100/sdpa_kernels.json)",
                                overheads={"tile": 60, "kstep": 2, "mask_elem": 1})}
+    LAUNCH_SMEM = {64: 134144, 128: 232448}
 
     def head_counts(self, shape, tiles, facts):
-        """FA2's counts with the MMAs as warpgroup MMAs (same FLOPs); one warpgroup's softmax overlapped with the
-        other's MMAs (FA3's ping-pong). A warpgroup MMA reads its shared-memory operands once for the four warps
-        (no per-warp ldmatrix): a quarter of FA2's operand traffic."""
+        """FA2's counts with the MMAs as warpgroup MMAs (same FLOPs). A warpgroup MMA reads its shared-memory
+        operands once for the four warps (no per-warp ldmatrix): a quarter of FA2's operand traffic."""
         c = super().head_counts(shape, tiles, facts)
         ld = c.warp_ldsm / 4
-        # FA3's producer warpgroup copies K and V (TMA) stages ahead of the consumers: no tile load on their path
+        # the producer warpgroup copies K and V stages ahead of the consumers (TMA): no tile load on their path
         return dataclasses.replace(c, warp_wgmma=c.warp_mma, warp_mma=0 * c.warp_mma, warp_ldsm=0 * ld,
                                    smem_ld_wavefronts=4 * ld, smem_ld_bytes=512 * ld,
                                    path_load=0 * c.path_load, path_load_miss=0 * c.path_load_miss)
 
+    def smem_bytes(self, shape, tiles):
+        """The launch's shared memory at its own 128 x 128 tiles (K/V stages beyond one tile each); else one Q and
+        one K and V tile."""
+        d, Br, Bc = arr(shape.d), arr(tiles.Br), arr(tiles.Bc)
+        seen = np.zeros(np.shape(d), np.int64)
+        for hd, b in self.LAUNCH_SMEM.items():
+            seen = np.where(d == hd, b, seen)
+        return np.where((seen > 0) & (Br == 128) & (Bc == 128), seen, super().smem_bytes(shape, tiles))
+
     def preset(self, gpu, d, causal):
-        if d <= 64:
-            return (192, 128, 12) if causal else (192, 192, 12)
-        if d <= 128:
-            return (128, 128, 8) if causal else (128, 176, 8)
-        return 128, 80, 8
+        """(Br, Bc, consumer warps): the launch's 128 x 128 tiles at d <= 128, its two consumer warpgroups (the
+        producer warpgroup computes nothing); FA3's tiles beyond."""
+        return (128, 128, 8) if d <= 128 else (128, 80, 8)
 
 
 KERNELS = (register(SDPAFlash()), register(SDPACudnn()))

@@ -11,7 +11,9 @@ A round of r blocks costs
 joined by a p-norm, (sum t^p)^(1/p): with few warps the path dominates, with many the pipes do, and in between
 both count. A kernel whose pipes were measured together (``Kernel.pipe_p``: the pipe-mix probe's p) joins them by
 that p first, so the path's p (fitted) governs only how co-resident warps hide its latency. A kernel whose warps use some resources one after another, each waiting on the last, names them in
-``Kernel.serial``: the times of the resources in one group add before the group joins the rest. A kernel whose
+``Kernel.serial``: the times of the resources in one group add before the group joins the rest (a member
+given as (name, share) adds that share of its time; the rest joins the others; a group naming "latency" adds the
+block's latency path too, for a kernel whose warps wait out that path between their pipe phases). A kernel whose
 warp waits on its own work on some pipes (FlashAttention-2 on tensor cores: a warp's MMAs wait on its ldmatrix
 fragments, its softmax on its MMAs) names them in ``Kernel.path_pipes``: one warp's share of that work joins the
 block's path, and co-resident warps overlap one another only through the p-norm (whose p a kernel's fit may
@@ -125,11 +127,21 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         """The SM resources' cycles ``t`` with a kernel's serial groups summed."""
         parts = dict(t)
         for group in serial:           # resources a kernel runs one after another: their times add
-            parts["+".join(group)] = sum(parts.pop(name) for name in group)
+            items = [(m, 1.0) if isinstance(m, str) else m for m in group]
+            # a share below 1: that part of the resource's time lies in the chain, the rest overlaps it
+            parts["+".join(n for n, _ in items)] = sum(parts[n] * f32(w) for n, w in items)
+            for n, w in items:
+                rest = parts.pop(n) * f32(1 - w)
+                if w < 1:
+                    parts[n] = rest
         return list(parts.values())
 
     def join(t, path):
         """Cycles of co-resident blocks whose SM resources need ``t`` together, each waiting ``path``."""
+        if any("latency" in (m if isinstance(m, str) else m[0] for m in g) for g in serial):
+            # a serial group holding the latency path: the path adds to that group's resources
+            parts = _joined({**t, "latency": path})
+            return _pnorm([_pnorm(parts, pipe_p)] if pipe_p else parts, p_sm)
         parts = _joined(t)
         if pipe_p:
             parts = [_pnorm(parts, pipe_p)]

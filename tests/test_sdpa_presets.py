@@ -1,0 +1,153 @@
+"""The SDPA presets against what the library's launches show: the kernels PyTorch's flash and cuDNN backends
+launch (examples/measurements/h100/sdpa_kernels.json, scripts/sdpa_kernels.py) and the instructions they execute
+(examples/measurements/h100/sdpa_sass, Nsight Compute's per-instruction counts, scripts/ncu_sdpa_sass.sh)."""
+
+import collections
+import csv
+import io
+import json
+import re
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfmodel.evaluation import dataset, validate
+from perfmodel.hw import calibration, gpu as gpu_mod
+from perfmodel.kernels import get
+from perfmodel.model import engine
+from perfmodel.shape import AttentionShape
+
+ROOT = Path(__file__).resolve().parent.parent
+H100 = ROOT / "examples" / "measurements" / "h100"
+LAUNCHES = json.load(open(H100 / "sdpa_kernels.json"))["rows"]
+FP32_PIPE = ("FMUL", "FADD", "FFMA", "FMNMX", "FSETP", "FSEL", "F2FP")
+
+
+def shape_of(r):
+    return AttentionShape(B=r["B"], H=r["H"], N=r["N"], d=r["d"], dtype=r["dtype"], causal=r["causal"])
+
+
+@pytest.mark.parametrize("r", [r for r in LAUNCHES if r["backend"] == "FLASH_ATTENTION"],
+                         ids=lambda r: f"{r['B']}x{r['H']}x{r['N']}-d{r['d']}-c{int(r['causal'])}")
+def test_flash_preset_is_the_launched_kernel(r):
+    spec = gpu_mod.resolve("h100")
+    k = get("sdpa-flash")
+    sh = shape_of(r)
+    t = k.resolve(spec, sh, k.default_tiles(sh, spec))
+    main = r["kernels"][0]
+    d, Br, Bc, W = (int(x) for x in re.search(r"Flash_fwd_kernel_traits<(\d+), (\d+), (\d+), (\d+)", main["name"]).groups())
+    assert (d, Br, Bc, W) == (r["d"], int(t.Br), int(t.Bc), int(t.warps))
+    assert np.prod(main["grid"]) == int(k.grid_blocks(sh, t))
+    assert ("splitkv" in main["name"]) == (int(t.splits) > 1) == (len(r["kernels"]) == 2)   # the combine kernel
+    assert main["shared memory"] == int(k.smem_bytes(sh, t))
+
+
+@pytest.mark.parametrize("r", [r for r in LAUNCHES if r["backend"] == "CUDNN_ATTENTION"],
+                         ids=lambda r: f"{r['B']}x{r['H']}x{r['N']}-d{r['d']}-c{int(r['causal'])}")
+def test_cudnn_preset_is_the_launched_kernel(r):
+    spec = gpu_mod.resolve("h100")
+    k = get("sdpa-cudnn")
+    sh = shape_of(r)
+    t = k.resolve(spec, sh, k.default_tiles(sh, spec))
+    (main,) = r["kernels"]
+    Br_wg, Bc, d = (int(x) for x in re.search(r"_(\d+)x(\d+)x(\d+)_\d+x\d+x\d+_cga", main["name"]).groups())
+    assert (d, Bc) == (r["d"], int(t.Bc))
+    assert 2 * Br_wg == int(t.Br) and int(t.warps) == 8            # two consumer warpgroups of 64 rows
+    assert main["block"][0] == 32 * int(t.warps) + 128             # and a producer warpgroup
+    assert main["registers per thread"] == k.facts("sm_90")[0].regs
+    assert main["shared memory"] == int(k.smem_bytes(sh, t))
+    # a persistent grid: the tiles, or one block per SM when there are more
+    tiles = int(k.grid_blocks(sh, t))
+    assert np.prod(main["grid"]) == min(tiles, spec.sm_count)
+    p = engine.evaluate(spec, k, sh, t, calibration.resolve(spec))
+    assert int(p.blocks_per_sm) == 1
+
+
+def sass_counts(tag):
+    """Executed warp instructions per opcode of one profiled launch (B=1, H=16, N=4096, fp16, non-causal)."""
+    with tarfile.open(H100 / "sdpa_sass" / "sdpa_sass.tar.gz") as tar:
+        text = tar.extractfile(f"sass_{tag}.csv").read().decode()
+    rows = list(csv.reader(io.StringIO(text)))
+    h = rows[1]
+    src, ex = h.index("Source"), h.index("Instructions Executed")
+    out = collections.Counter()
+    for r in rows[2:]:
+        if len(r) > ex and r[ex].isdigit() and r[src].strip():
+            ins = r[src].strip()
+            ins = ins.split(None, 1)[1] if ins.startswith("@") else ins
+            out[ins.split()[0].split(".")[0]] += int(r[ex])
+    return out
+
+
+@pytest.mark.parametrize("kernel,tag,d", [("sdpa-flash", "flash_d64", 64), ("sdpa-cudnn", "cudnn_d64", 64),
+                                          ("sdpa-cudnn", "cudnn_d128", 128)])
+def test_softmax_fp32_and_mufu_counts_match_the_sass(kernel, tag, d):
+    """The FP32-pipe and MUFU instructions the presets count (per score: Kernel.elem_fp32) against the executed
+    counts Nsight Compute read off the launched kernel, within 10%; and the tensor instructions exactly."""
+    spec = gpu_mod.resolve("h100")
+    k = get(kernel)
+    sh = AttentionShape(B=1, H=16, N=4096, d=d, dtype="fp16", causal=False)
+    t = k.resolve(spec, sh, k.default_tiles(sh, spec))
+    c = engine.evaluate(spec, k, sh, t, calibration.resolve(spec)).counts
+    sass = sass_counts(tag)
+    fp32 = sum(sass[op] for op in FP32_PIPE)
+    assert float(c.warp_fp32) == pytest.approx(fp32, rel=0.10)
+    assert float(c.warp_sfu) == pytest.approx(sass["MUFU"], rel=0.10)
+    if kernel == "sdpa-flash":
+        assert float(c.warp_mma) == sass["HMMA"]
+    else:       # every warp of a consumer warpgroup executes each HGMMA.64xNx16: d/16 for Q K^T, Bc/16 for P V
+        assert sass["HGMMA"] == (d // 16 + int(t.Bc) // 16) * int(t.warps) * 512 * 32   # warps x blocks x KV tiles
+        assert float(c.warp_wgmma) * 4096 == 4 * 16 * 4096 ** 2 * d    # m16n8k16 equivalents: the FLOPs
+
+
+def test_validate_predicts_library_kernels_with_their_own_tiles():
+    """Rows of a library kernel are predicted with the preset's tiles, whatever their tile columns say (they record
+    the preset of the day they were measured)."""
+    (ms,) = dataset.load([H100 / "sdpa-cudnn.csv"])
+    ms = ms.take(np.arange(12))
+    spec = gpu_mod.match_device_name(ms.gpu_name)
+    cal = calibration.resolve(spec)
+    a, _ = validate.predict_set(ms, spec, cal)
+    for col in ("Br", "Bc"):
+        ms.cols[col] = np.full(len(ms), 64)
+    b, _ = validate.predict_set(ms, spec, cal)
+    assert np.array_equal(a, b)
+
+
+def test_cudnn_step_adds_the_tensor_pipe_half_the_exponentials_and_the_path():
+    """cuDNN's serial group (the SASS's chain): one round of one block per SM takes at least the wgmma time, half
+    the MUFU time and the latency path added; counting all the MUFU time in the chain is slower, and joining the
+    group without the path is faster."""
+    import dataclasses
+
+    from perfmodel.model import timing
+
+    spec = gpu_mod.resolve("h100")
+    cal = calibration.resolve(spec)
+    k = get("sdpa-cudnn")
+    sh = AttentionShape(B=1, H=16, N=4096, d=128, dtype="fp16", causal=False)
+    t = k.resolve(spec, sh, k.default_tiles(sh, spec))
+    p = engine.evaluate(spec, k, sh, t, cal)
+    ts = p.timing.times_s
+    assert float(p.time_s) >= float(ts["wgmma"] + ts["sfu"] / 2 + ts["latency"]) * (1 - 1e-6)
+    args = (p.counts, p.traffic, p.launch.grid_blocks, p.launch.threads, p.blocks_per_sm, spec, cal, k.fit_key)
+
+    def with_serial(serial):
+        return float(timing.predict(*args, serial, k.path_pipes, k.pipe_p).time_s)
+    assert with_serial(k.serial) == pytest.approx(float(p.time_s))
+    assert with_serial((("wgmma", "sfu", "latency"),)) > float(p.time_s)
+    assert with_serial((("wgmma", ("sfu", 0.5)),)) < float(p.time_s)
+
+
+def test_wgmma_rate_is_the_probes():
+    """sm_90's wgmma fraction is what the wgmma probe measured per clock (examples/measurements/h100/probe)."""
+    from perfmodel.hw import arch
+
+    probe = json.load(open(H100 / "probe" / "wgmma.json"))
+    rates = [r["flop_per_clk_per_sm"] for k, r in probe["runs"].items() if k.startswith("wgmma")]
+    assert arch.value("sm_90", "wgmma_fraction") == pytest.approx(max(rates) / probe["peak_flop_per_clk_per_sm"],
+                                                                  abs=0.01)
+    cal = calibration.from_spec(gpu_mod.resolve("h200"))
+    assert cal.wgmma_cycles == pytest.approx(4096 / max(rates), rel=0.01)
