@@ -13,9 +13,7 @@ clock and power. Nothing here changes clocks or power limits.
 import hashlib
 import json
 import os
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -23,8 +21,10 @@ import numpy as np
 
 from perfmodel.errors import InputError
 from perfmodel.measure import build, probe
+from perfmodel.measure.probe import Sampler
 
 SOURCE = build.csrc_dir() / "probe_wgmma.cu"
+HEADERS = [build.csrc_dir() / h for h in build.HEADERS]      # probe_mma.cuh
 TARGET_S = 0.15           # each timed launch lasts about this long
 FLOPS_PER_K_BLOCK = 4 * 64 * 16 * 2      # four m64nNk16 wgmmas, times N
 
@@ -36,45 +36,12 @@ def load_module(torch):
     if (major, minor) != (9, 0):
         raise InputError(f"the wgmma probe needs an sm_90 GPU (this one is sm_{major}{minor})")
     os.environ["TORCH_CUDA_ARCH_LIST"] = "9.0a"
-    h = hashlib.sha256(SOURCE.read_bytes() + torch.__version__.encode()).hexdigest()[:12]
+    h = hashlib.sha256(b"".join(p.read_bytes() for p in [SOURCE, *HEADERS]) + torch.__version__.encode())
+    h = h.hexdigest()[:12]
     root = Path(os.environ.get("PERFMODEL_BUILD_DIR", Path.home() / ".cache" / "perfmodel")) / f"wgmma_{h}"
     root.mkdir(parents=True, exist_ok=True)
     return cpp_extension.load(name=f"perfmodel_wgmma_{h}", sources=[str(SOURCE)], build_directory=str(root),
                               extra_cuda_cflags=["-O3", "-std=c++17"], verbose=False)
-
-
-class Sampler:
-    """nvidia-smi samples of the SM clock (MHz) and board power (W) every 50 ms while running."""
-
-    def __init__(self):
-        self.rows, self.proc = [], None
-
-    def __enter__(self):
-        try:
-            self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
-                                          "-lms", "50"], stdout=subprocess.PIPE, text=True)
-        except OSError:
-            return self
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-        return self
-
-    def _read(self):
-        for line in self.proc.stdout:
-            try:
-                self.rows.append([float(x) for x in line.split(",")])
-            except ValueError:
-                pass
-
-    def __exit__(self, *exc):
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait()
-
-    def summary(self, skip=4):
-        r = np.array(self.rows[skip:] or self.rows or [[np.nan, np.nan]])
-        return {"sm_clock_mhz_median": float(np.median(r[:, 0])), "sm_clock_mhz_min": float(np.min(r[:, 0])),
-                "power_w_median": float(np.median(r[:, 1])), "samples": int(len(r))}
 
 
 def timed(torch, launch, cycles):
@@ -115,34 +82,31 @@ def main(path):
     sink = torch.zeros(1, device="cuda")
     peak = 4096          # dense fp16 FLOP/clk/SM of GH100 (whitepaper: 1024 FMA/clk per tensor core, 4 per SM)
     out = {"peak_flop_per_clk_per_sm": peak, "runs": {}}
+    # label -> (launch with an iteration count, FLOPs per iteration of the whole block)
+    configs = {}
     for n in (128, 256):
         for rs in (False, True):
             for wg in (1, 2, 3):
-                label = f"wgmma m64n{n}k16 {'RS' if rs else 'SS'} {wg} WG"
-                out["runs"][label] = run_one(
-                    torch, lambda it, n=n, rs=rs, wg=wg: ext.probe_wgmma(src, cycles, sink, sm, wg, it, n, rs),
-                    wg * FLOPS_PER_K_BLOCK * n, cycles, print, label)
+                configs[f"wgmma m64n{n}k16 {'RS' if rs else 'SS'} {wg} WG"] = (
+                    lambda it, n=n, rs=rs, wg=wg: ext.probe_wgmma(src, cycles, sink, sm, wg, it, n, rs),
+                    wg * FLOPS_PER_K_BLOCK * n)
     for w in (4, 8, 16):
-        label = f"mma.sync m16n8k16 {w} warps"
-        out["runs"][label] = run_one(torch, lambda it, w=w: ext.probe_mma_random(src, cycles, sink, sm, w, it),
-                                     w * 8 * 4096, cycles, print, label)
+        configs[f"mma.sync m16n8k16 {w} warps"] = (
+            lambda it, w=w: ext.probe_mma_random(src, cycles, sink, sm, w, it), w * 8 * 4096)
+    for label, (launch_with, per_iter) in configs.items():
+        out["runs"][label] = run_one(torch, launch_with, per_iter, cycles, print, label)
     # sustained: the best wgmma and mma.sync configurations back to back for ~3 s each, clock and power sampled
     best = max((k for k in out["runs"] if k.startswith("wgmma")), key=lambda k: out["runs"][k]["tflops"])
     best_mma = max((k for k in out["runs"] if k.startswith("mma")), key=lambda k: out["runs"][k]["tflops"])
     out["sustained"] = {}
     for label in (best, best_mma):
         r = out["runs"][label]
-        n = 256 if "n256" in label else 128
-        rs, wg = "RS" in label, int(label.split()[-2]) if label.startswith("wgmma") else 0
-        w = int(label.split()[-2]) if label.startswith("mma") else 0
-        launch = ((lambda: ext.probe_wgmma(src, cycles, sink, sm, wg, r["iters"], n, rs)) if wg
-                  else (lambda: ext.probe_mma_random(src, cycles, sink, sm, w, r["iters"])))
-        per_iter = (wg * FLOPS_PER_K_BLOCK * n) if wg else w * 8 * 4096
+        launch_with, per_iter = configs[label]
         reps = []
         with Sampler() as smi:
             t_end = time.time() + 3.0
             while time.time() < t_end:
-                c, t = timed(torch, launch, cycles)
+                c, t = timed(torch, lambda: launch_with(r["iters"]), cycles)
                 reps.append((c, t))
         c, t = np.array(reps).T
         out["sustained"][label] = {

@@ -14,9 +14,7 @@ import tempfile
 import time
 
 from perfmodel.measure import build, probe
-
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-from probe_wgmma import Sampler  # noqa: E402
+from perfmodel.measure.probe import Sampler
 
 PROBLEMS = [(B, H, N, d, causal)
             for d in (64, 128) for causal in (False, True)

@@ -17,6 +17,7 @@ from pathlib import Path
 from perfmodel.errors import InputError
 
 SOURCES = ["binding.cpp", "fa1.cu", "fa2.cu", "fa2_tc.cu", "probe.cu"]
+HEADERS = ["probe_mma.cuh"]     # included by the sources: part of the build's hash
 CUDA_FLAGS = ["-O3", "-lineinfo"]
 STALE_LOCK_S = 600   # a build of these sources takes well under this
 
@@ -85,7 +86,7 @@ def load(verbose: bool = False):
     os.environ["TORCH_CUDA_ARCH_LIST"] = arch
     src = [csrc_dir() / s for s in SOURCES]
     h = hashlib.sha256()
-    for p in src:
+    for p in src + [csrc_dir() / s for s in HEADERS]:
         h.update(p.read_bytes())
     h.update(" ".join(CUDA_FLAGS + [arch, torch.__version__]).encode())
     name = f"perfmodel_kernels_{h.hexdigest()[:12]}"

@@ -20,7 +20,9 @@ from __future__ import annotations
 import datetime
 import math
 import shlex
+import subprocess
 import sys
+import threading
 
 import numpy as np
 
@@ -242,6 +244,42 @@ def script_provenance(torch, tool: dict, command: str) -> dict:
     return dict(gpu_name=torch.cuda.get_device_name(), sm_clock_mhz=clock.sm_mhz(), driver=clock.driver(),
                 torch=str(torch.__version__), nvcc=tool["nvcc"],
                 date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), command=command)
+
+
+class Sampler:
+    """nvidia-smi samples of the SM clock (MHz) and board power (W) every 50 ms while running (the probe scripts:
+    the clock a load runs at, which no clock64 count shows)."""
+
+    def __init__(self):
+        self.rows, self.proc = [], None
+
+    def __enter__(self):
+        try:
+            self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw",
+                                          "--format=csv,noheader,nounits", "-lms", "50"],
+                                         stdout=subprocess.PIPE, text=True)
+        except OSError:
+            return self
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+        return self
+
+    def _read(self):
+        for line in self.proc.stdout:
+            try:
+                self.rows.append([float(x) for x in line.split(",")])
+            except ValueError:
+                pass
+
+    def __exit__(self, *exc):
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait()
+
+    def summary(self, skip=4):
+        r = np.array(self.rows[skip:] or self.rows or [[np.nan, np.nan]])
+        return {"sm_clock_mhz_median": float(np.median(r[:, 0])), "sm_clock_mhz_min": float(np.min(r[:, 0])),
+                "power_w_median": float(np.median(r[:, 1])), "samples": int(len(r))}
 
 
 def _plain(x):

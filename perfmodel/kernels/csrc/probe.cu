@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "probe_mma.cuh"
+
 static void check_cuda(cudaError_t e, const char* what) {
     if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
@@ -151,54 +153,13 @@ void probe_empty(cudaStream_t s) {
     check_cuda(cudaGetLastError(), "probe_empty: launch");
 }
 
-// mma.sync m16n8k16 with fp32 accumulation, fp16 (dt 0) or bf16 (dt 1) inputs: each warp issues CH independent
-// accumulator chains per iteration. One block of W warps per SM; cycles of the whole block (clock64). With CH = 1
-// and one warp, cycles / iters is the instruction's dependent latency; with CH = 8 and 4+ warps, the SM's rate.
-template <int DT, int CH>
-__global__ void probe_mma_kernel(long long* cycles, float* sink, int iters) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned t = threadIdx.x;
-    unsigned a[4], b[2];
-    for (int i = 0; i < 4; ++i) a[i] = (DT == 0 ? 0x2c003000u : 0x3c203c10u) ^ ((t * 2654435761u + i) & 0x00ff00ffu);
-    for (int i = 0; i < 2; ++i) b[i] = (DT == 0 ? 0x2e002f00u : 0x3c303c40u) ^ ((t * 40503u + 7 * i) & 0x00ff00ffu);
-    float acc[CH][4];
-#pragma unroll
-    for (int c = 0; c < CH; ++c)
-        for (int i = 0; i < 4; ++i) acc[c][i] = 0.f;
-    __syncthreads();
-    const long long t0 = clock64();
-    for (int it = 0; it < iters; ++it) {
-#pragma unroll
-        for (int c = 0; c < CH; ++c) {
-            if (DT == 0)
-                asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                             "{%8,%9}, {%0,%1,%2,%3};\n"
-                             : "+f"(acc[c][0]), "+f"(acc[c][1]), "+f"(acc[c][2]), "+f"(acc[c][3])
-                             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-            else
-                asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                             "{%8,%9}, {%0,%1,%2,%3};\n"
-                             : "+f"(acc[c][0]), "+f"(acc[c][1]), "+f"(acc[c][2]), "+f"(acc[c][3])
-                             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-        }
-    }
-    __syncthreads();
-    const long long t1 = clock64();
-    if (t == 0) cycles[blockIdx.x] = t1 - t0;
-    float s = 0.f;
-#pragma unroll
-    for (int c = 0; c < CH; ++c) s += acc[c][0] + acc[c][1] + acc[c][2] + acc[c][3];
-    if (s == 12345.f) sink[0] = s;
-#endif
-}
-
 void probe_mma(long long* cycles, float* sink, int blocks, int warps, int iters, int dtype, int chains,
                cudaStream_t stream) {
     const dim3 grid(blocks), block(32 * warps);
-    if (dtype == 0 && chains == 1) probe_mma_kernel<0, 1><<<grid, block, 0, stream>>>(cycles, sink, iters);
-    else if (dtype == 0) probe_mma_kernel<0, 8><<<grid, block, 0, stream>>>(cycles, sink, iters);
-    else if (chains == 1) probe_mma_kernel<1, 1><<<grid, block, 0, stream>>>(cycles, sink, iters);
-    else probe_mma_kernel<1, 8><<<grid, block, 0, stream>>>(cycles, sink, iters);
+    if (dtype == 0 && chains == 1) probe_mma_kernel<0, 1><<<grid, block, 0, stream>>>(nullptr, cycles, sink, iters);
+    else if (dtype == 0) probe_mma_kernel<0, 8><<<grid, block, 0, stream>>>(nullptr, cycles, sink, iters);
+    else if (chains == 1) probe_mma_kernel<1, 1><<<grid, block, 0, stream>>>(nullptr, cycles, sink, iters);
+    else probe_mma_kernel<1, 8><<<grid, block, 0, stream>>>(nullptr, cycles, sink, iters);
     check_cuda(cudaGetLastError(), "probe_mma launch");
 }
 
@@ -233,11 +194,7 @@ __global__ void probe_mix_kernel(long long* cycles, float* sink, int iters, int 
     for (int it = 0; it < iters; ++it) {
         for (int m = 0; m < n_mma; m += 8) {
 #pragma unroll
-            for (int c = 0; c < 8; ++c)
-                asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                             "{%8,%9}, {%0,%1,%2,%3};\n"
-                             : "+f"(acc[c][0]), "+f"(acc[c][1]), "+f"(acc[c][2]), "+f"(acc[c][3])
-                             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+            for (int c = 0; c < 8; ++c) mma_m16n8k16<0>(acc[c], a, b);
         }
         for (int l = 0; l < n_ldsm; l += 4) {
 #pragma unroll

@@ -11,6 +11,8 @@
 #include <cuda_runtime.h>
 #include <cstdint>
 
+#include "probe_mma.cuh"
+
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define PERFMODEL_WGMMA 1
 #endif
@@ -107,37 +109,7 @@ __global__ void __launch_bounds__(384, 1) probe_wgmma_kernel(const uint4* src, l
 
 
 // For comparison in the same run: mma.sync m16n8k16 (fp16 in, fp32 accumulators) on the same random data, W warps
-// per block, 8 independent accumulator chains per warp (the SM's rate, as `perfmodel probe` measures it by cycles).
-__global__ void probe_mma_random_kernel(const uint4* src, long long* cycles, float* sink, int iters) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const uint32_t* g = reinterpret_cast<const uint32_t*>(src) + ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 6;
-    uint32_t a[4], b[2];
-    for (int i = 0; i < 4; ++i) a[i] = g[i];
-    for (int i = 0; i < 2; ++i) b[i] = g[4 + i];
-    float acc[8][4];
-#pragma unroll
-    for (int c = 0; c < 8; ++c)
-        for (int i = 0; i < 4; ++i) acc[c][i] = 0.f;
-    __syncthreads();
-    const long long t0 = clock64();
-    for (int it = 0; it < iters; ++it) {
-#pragma unroll
-        for (int c = 0; c < 8; ++c)
-            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                         "{%8,%9}, {%0,%1,%2,%3};\n"
-                         : "+f"(acc[c][0]), "+f"(acc[c][1]), "+f"(acc[c][2]), "+f"(acc[c][3])
-                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-    }
-    __syncthreads();
-    const long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    float s = 0.f;
-#pragma unroll
-    for (int c = 0; c < 8; ++c) s += acc[c][0] + acc[c][1] + acc[c][2] + acc[c][3];
-    if (s == 12345.f) sink[0] = s;
-#endif
-}
-
+// per block, 8 independent accumulator chains per warp: probe_mma_kernel (probe_mma.cuh) with random operands.
 // bytes of shared memory a launch needs: the operands, plus room to align them to 1024 bytes
 static int wgmma_smem_bytes(int n) { return 64 * 128 + n * 128 + 1024; }
 
@@ -176,8 +148,9 @@ static void probe_mma_random(torch::Tensor src, torch::Tensor cycles, torch::Ten
                              int iters) {
     TORCH_CHECK(src.is_cuda() && src.nbytes() >= (size_t)blocks * warps * 32 * 24, "probe_mma_random: src too small");
     TORCH_CHECK(cycles.numel() >= blocks, "probe_mma_random: cycles too small");
-    probe_mma_random_kernel<<<blocks, 32 * warps, 0, at::cuda::getCurrentCUDAStream()>>>(
-        static_cast<const uint4*>(src.data_ptr()), (long long*)cycles.data_ptr<int64_t>(), sink.data_ptr<float>(), iters);
+    probe_mma_kernel<0, 8><<<blocks, 32 * warps, 0, at::cuda::getCurrentCUDAStream()>>>(
+        static_cast<const unsigned*>(src.data_ptr()), (long long*)cycles.data_ptr<int64_t>(), sink.data_ptr<float>(),
+        iters);
     const cudaError_t e = cudaGetLastError();
     TORCH_CHECK(e == cudaSuccess, "probe_mma_random launch: ", cudaGetErrorString(e));
 }
