@@ -29,13 +29,18 @@ def shape_of(r):
     return AttentionShape(B=r["B"], H=r["H"], N=r["N"], d=r["d"], dtype=r["dtype"], causal=r["causal"])
 
 
+def on_h100(kernel, sh):
+    """(H100 spec, the kernel, the tiles it launches for problem ``sh``)."""
+    spec = gpu_mod.resolve("h100")
+    k = get(kernel)
+    return spec, k, k.resolve(spec, sh, k.default_tiles(sh, spec))
+
+
 @pytest.mark.parametrize("r", [r for r in LAUNCHES if r["backend"] == "FLASH_ATTENTION"],
                          ids=lambda r: f"{r['B']}x{r['H']}x{r['N']}-d{r['d']}-c{int(r['causal'])}")
 def test_flash_preset_is_the_launched_kernel(r):
-    spec = gpu_mod.resolve("h100")
-    k = get("sdpa-flash")
     sh = shape_of(r)
-    t = k.resolve(spec, sh, k.default_tiles(sh, spec))
+    spec, k, t = on_h100("sdpa-flash", sh)
     main = r["kernels"][0]
     d, Br, Bc, W = (int(x) for x in re.search(r"Flash_fwd_kernel_traits<(\d+), (\d+), (\d+), (\d+)", main["name"]).groups())
     assert (d, Br, Bc, W) == (r["d"], int(t.Br), int(t.Bc), int(t.warps))
@@ -47,10 +52,8 @@ def test_flash_preset_is_the_launched_kernel(r):
 @pytest.mark.parametrize("r", [r for r in LAUNCHES if r["backend"] == "CUDNN_ATTENTION"],
                          ids=lambda r: f"{r['B']}x{r['H']}x{r['N']}-d{r['d']}-c{int(r['causal'])}")
 def test_cudnn_preset_is_the_launched_kernel(r):
-    spec = gpu_mod.resolve("h100")
-    k = get("sdpa-cudnn")
     sh = shape_of(r)
-    t = k.resolve(spec, sh, k.default_tiles(sh, spec))
+    spec, k, t = on_h100("sdpa-cudnn", sh)
     (main,) = r["kernels"]
     Br_wg, Bc, d = (int(x) for x in re.search(r"_(\d+)x(\d+)x(\d+)_\d+x\d+x\d+_cga", main["name"]).groups())
     assert (d, Bc) == (r["d"], int(t.Bc))
@@ -86,10 +89,8 @@ def sass_counts(tag):
 def test_softmax_fp32_and_mufu_counts_match_the_sass(kernel, tag, d):
     """The FP32-pipe and MUFU instructions the presets count (per score: Kernel.elem_fp32) against the executed
     counts Nsight Compute read off the launched kernel, within 10%; and the tensor instructions exactly."""
-    spec = gpu_mod.resolve("h100")
-    k = get(kernel)
     sh = AttentionShape(B=1, H=16, N=4096, d=d, dtype="fp16", causal=False)
-    t = k.resolve(spec, sh, k.default_tiles(sh, spec))
+    spec, k, t = on_h100(kernel, sh)
     c = engine.evaluate(spec, k, sh, t, calibration.resolve(spec)).counts
     sass = sass_counts(tag)
     fp32 = sum(sass[op] for op in FP32_PIPE)
@@ -120,15 +121,11 @@ def test_cudnn_step_adds_the_tensor_pipe_half_the_exponentials_and_the_path():
     """cuDNN's serial group (the SASS's chain): one round of one block per SM takes at least the wgmma time, half
     the MUFU time and the latency path added; counting all the MUFU time in the chain is slower, and joining the
     group without the path is faster."""
-    import dataclasses
-
     from perfmodel.model import timing
 
-    spec = gpu_mod.resolve("h100")
-    cal = calibration.resolve(spec)
-    k = get("sdpa-cudnn")
     sh = AttentionShape(B=1, H=16, N=4096, d=128, dtype="fp16", causal=False)
-    t = k.resolve(spec, sh, k.default_tiles(sh, spec))
+    spec, k, t = on_h100("sdpa-cudnn", sh)
+    cal = calibration.resolve(spec)
     p = engine.evaluate(spec, k, sh, t, cal)
     ts = p.timing.times_s
     assert float(p.time_s) >= float(ts["wgmma"] + ts["sfu"] / 2 + ts["latency"]) * (1 - 1e-6)

@@ -130,9 +130,9 @@ def _predict_rows(ms: MeasurementSet, spec, cal) -> tuple[np.ndarray, np.ndarray
     for dtype, causal in ms.shapes():
         m = (ms.dtype == dtype) & (ms.causal == causal)
         shape = ms.shape(m)
-        tiles = kernel.Tiles.from_columns(ms.tile_columns(m))
-        if kernel.external:       # a library picks its own tiles; the columns record the preset of their day
-            tiles = kernel.library_tiles(shape, spec)
+        # a library picks its own tiles (a row's columns record the preset of the day it was measured)
+        tiles = (kernel.library_tiles(shape, spec) if kernel.external
+                 else kernel.Tiles.from_columns(ms.tile_columns(m)))
         p = engine.evaluate(spec, kernel, shape, tiles, cal, regs=ms.regs(m))
         out[m] = np.asarray(p.time_s, float)
         roof[m] = np.asarray(p.roofline_time_s, float)

@@ -116,6 +116,11 @@ class Kernel(ABC):
         """The default tiles: the seed's 32 x 32 and the Tiles type's own defaults."""
         return self.Tiles(**{"Br": 32, "Bc": 32})
 
+    def library_tiles(self, shape: AttentionShape, gpu) -> Tiles:
+        """An external kernel's own tiles for every problem of a vectorised shape (a library picks its tiles; its
+        measured rows are predicted with these). Bundled kernels run the tiles they are given."""
+        raise NotImplementedError(f"{self.name} runs the tiles it is given")
+
     def tile_minimum(self, name: str) -> int:
         return 1
 

@@ -123,29 +123,27 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
             lat = lat + work / warps_per_block * cyc
     p_sm = costs["overlap"]                      # the calibration's, unless a kernel's fit holds its own
 
+    # serial groups as (resource, share) pairs; a group naming "latency" holds the block's path
+    groups = [[(m, 1.0) if isinstance(m, str) else m for m in g] for g in serial]
+    path_serial = any(n == "latency" for g in groups for n, _ in g)
+
     def _joined(t):
         """The SM resources' cycles ``t`` with a kernel's serial groups summed."""
         parts = dict(t)
-        for group in serial:           # resources a kernel runs one after another: their times add
-            items = [(m, 1.0) if isinstance(m, str) else m for m in group]
+        for items in groups:           # resources a kernel runs one after another: their times add
             # a share below 1: that part of the resource's time lies in the chain, the rest overlaps it
-            parts["+".join(n for n, _ in items)] = sum(parts[n] * f32(w) for n, w in items)
-            for n, w in items:
-                rest = parts.pop(n) * f32(1 - w)
-                if w < 1:
-                    parts[n] = rest
+            chain = sum(parts[n] * f32(w) for n, w in items)
+            rest = {n: parts.pop(n) * f32(1 - w) for n, w in items}
+            parts["+".join(n for n, _ in items)] = chain
+            parts.update({n: rest[n] for n, w in items if w < 1})
         return list(parts.values())
 
     def join(t, path):
         """Cycles of co-resident blocks whose SM resources need ``t`` together, each waiting ``path``."""
-        if any("latency" in (m if isinstance(m, str) else m[0] for m in g) for g in serial):
-            # a serial group holding the latency path: the path adds to that group's resources
-            parts = _joined({**t, "latency": path})
-            return _pnorm([_pnorm(parts, pipe_p)] if pipe_p else parts, p_sm)
-        parts = _joined(t)
+        parts = _joined({**t, "latency": path} if path_serial else t)
         if pipe_p:
             parts = [_pnorm(parts, pipe_p)]
-        return _pnorm([*parts, path], p_sm)
+        return _pnorm(parts if path_serial else [*parts, path], p_sm)
 
     def round_cycles(r):
         t = thr_cycles(r)
