@@ -10,12 +10,9 @@ ratio is the SM clock the run saw: a tensor-saturated SM draws the most power, a
 power limit. A sustained part repeats the best configuration for a few seconds while nvidia-smi samples the SM
 clock and power. Nothing here changes clocks or power limits.
 """
-import hashlib
 import json
-import os
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -23,25 +20,17 @@ from perfmodel.errors import InputError
 from perfmodel.measure import build, probe
 from perfmodel.measure.probe import Sampler
 
-SOURCE = build.csrc_dir() / "probe_wgmma.cu"
-HEADERS = [build.csrc_dir() / h for h in build.HEADERS]      # probe_mma.cuh
 TARGET_S = 0.15           # each timed launch lasts about this long
 FLOPS_PER_K_BLOCK = 4 * 64 * 16 * 2      # four m64nNk16 wgmmas, times N
 
 
-def load_module(torch):
-    from torch.utils import cpp_extension
-
+def load_module():
+    """(torch, toolchain facts, the sm_90a module); an sm_90 GPU only."""
+    torch = build.require_torch()
     major, minor = torch.cuda.get_device_capability()
     if (major, minor) != (9, 0):
         raise InputError(f"the wgmma probe needs an sm_90 GPU (this one is sm_{major}{minor})")
-    os.environ["TORCH_CUDA_ARCH_LIST"] = "9.0a"
-    h = hashlib.sha256(b"".join(p.read_bytes() for p in [SOURCE, *HEADERS]) + torch.__version__.encode())
-    h = h.hexdigest()[:12]
-    root = Path(os.environ.get("PERFMODEL_BUILD_DIR", Path.home() / ".cache" / "perfmodel")) / f"wgmma_{h}"
-    root.mkdir(parents=True, exist_ok=True)
-    return cpp_extension.load(name=f"perfmodel_wgmma_{h}", sources=[str(SOURCE)], build_directory=str(root),
-                              extra_cuda_cflags=["-O3", "-std=c++17"], verbose=False)
+    return build.load_single("probe_wgmma.cu", "wgmma", deps=build.HEADERS, arch="9.0a")
 
 
 def timed(torch, launch, cycles):
@@ -70,9 +59,7 @@ def run_one(torch, launch_with, flops_per_iter, cycles, log, label):
 
 
 def main(path):
-    torch = build.require_torch()
-    tool = build.check_toolchain(torch)
-    ext = load_module(torch)
+    torch, tool, ext = load_module()
     props = torch.cuda.get_device_properties(0)
     sm = props.multi_processor_count
     g = torch.Generator(device="cuda").manual_seed(0)

@@ -101,3 +101,23 @@ def load(verbose: bool = False):
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"building the CUDA kernels failed: {first} (rerun with --verbose for the log)") from None
     return _MODULE
+
+
+def load_single(source: str, tag: str, deps=(), arch: str | None = None):
+    """Build (or reuse) one csrc source as its own extension module, for the scripts whose probes and traces stay
+    out of the kernels' module (scripts/probe_wgmma.py, probe_dispatch.py, trace_fa2_tc.py). ``deps``: csrc files
+    it includes (part of the build's hash); ``arch``: a TORCH_CUDA_ARCH_LIST value (e.g. "9.0a"), else this GPU's.
+    Returns (torch, toolchain facts, module)."""
+    torch = require_torch()
+    tool = check_toolchain(torch)
+    from torch.utils import cpp_extension
+
+    if arch:
+        os.environ["TORCH_CUDA_ARCH_LIST"] = arch
+    paths = [csrc_dir() / source, *(csrc_dir() / d for d in deps)]
+    h = hashlib.sha256(b"".join(p.read_bytes() for p in paths) + torch.__version__.encode()).hexdigest()[:12]
+    root = Path(os.environ.get("PERFMODEL_BUILD_DIR", Path.home() / ".cache" / "perfmodel")) / f"{tag}_{h}"
+    root.mkdir(parents=True, exist_ok=True)
+    ext = cpp_extension.load(name=f"perfmodel_{tag}_{h}", sources=[str(paths[0])], build_directory=str(root),
+                             extra_cuda_cflags=["-O3", "-std=c++17", f"-I{csrc_dir()}"], verbose=False)
+    return torch, tool, ext

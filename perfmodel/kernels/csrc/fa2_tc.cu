@@ -69,6 +69,17 @@
 
 namespace fa2tc {
 
+#ifdef FA2TC_TRACE
+// Trace builds only (scripts/trace_fa2_tc.py, csrc/fa2_tc_trace.cu): each block writes its SM and its start and end
+// on the global timer (ns) to trace[3 * linear block id + {0, 1, 2}]. The measured kernels are built without it.
+__device__ unsigned long long* trace_buf;
+__device__ __forceinline__ unsigned long long trace_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#endif
+
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -190,6 +201,9 @@ __global__ void __launch_bounds__(WARPS * 32)
     extern __shared__ __align__(128) unsigned char smem[];
     const uint32_t sQ = smem_addr(smem), sK = sQ + BR * ROWB, sV = sK + BC * ROWB;
 
+#ifdef FA2TC_TRACE
+    const unsigned long long trace_t0 = trace_ns();
+#endif
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BR;
     const size_t head = ((size_t)blockIdx.z * gridDim.y + blockIdx.y) * (size_t)N * D;
@@ -366,6 +380,17 @@ __global__ void __launch_bounds__(WARPS * 32)
             *reinterpret_cast<uint4*>(O + (size_t)gr * D + k * 8) =
                 *reinterpret_cast<const uint4*>(smem + tile_off<D>(warp * RW + r, k));
     }
+#ifdef FA2TC_TRACE
+    __syncthreads();
+    if (tid == 0) {
+        unsigned s;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+        unsigned long long* t = trace_buf + 3 * (blockIdx.x + (size_t)gridDim.x * (blockIdx.y + (size_t)gridDim.y * blockIdx.z));
+        t[0] = s;
+        t[1] = trace_t0;
+        t[2] = trace_ns();
+    }
+#endif
 }
 
 }  // namespace fa2tc

@@ -1,0 +1,27 @@
+// fa2_tc with per-block tracing: the same kernel source, compiled with FA2TC_TRACE so that every block records its
+// SM and its start and end times (fa2_tc.cu, "Trace builds only"). Its own extension module, built by
+// scripts/trace_fa2_tc.py; the measured kernels (binding.cpp's module) are compiled without the macro, to the
+// same PTX as before it existed.
+#define FA2TC_TRACE 1
+#include "fa2_tc.cu"
+
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+
+// Q, K, V, O: (B, H, N, d) contiguous CUDA tensors of one dtype (fp16 or bf16); trace: int64[3 * blocks]
+static void fa2_tc_traced(torch::Tensor Q, torch::Tensor K, torch::Tensor V, torch::Tensor O, int Br, int Bc,
+                          int warps, bool causal, torch::Tensor trace) {
+    TORCH_CHECK(Q.is_cuda() && Q.is_contiguous() && Q.dim() == 4, "fa2_tc_traced: Q must be contiguous 4-D CUDA");
+    const int B = Q.size(0), H = Q.size(1), N = Q.size(2), d = Q.size(3);
+    const long blocks = (long)((N + Br - 1) / Br) * H * B;
+    TORCH_CHECK(trace.numel() >= 3 * blocks && trace.scalar_type() == torch::kInt64, "fa2_tc_traced: trace too small");
+    unsigned long long* p = reinterpret_cast<unsigned long long*>(trace.data_ptr<int64_t>());
+    fa2_tc_check(cudaMemcpyToSymbol(fa2tc::trace_buf, &p, sizeof(p)), "cudaMemcpyToSymbol(trace_buf)");
+    const int dtype = Q.scalar_type() == torch::kBFloat16 ? 1 : 0;
+    fa2_tc_launch(Q.data_ptr(), K.data_ptr(), V.data_ptr(), O.data_ptr(), B, H, N, d, Br, Bc, warps, dtype,
+                  causal ? 1 : 0, at::cuda::getCurrentCUDAStream());
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+    m.def("fa2_tc_traced", &fa2_tc_traced, "fa2_tc forward, recording each block's SM, start and end");
+}
