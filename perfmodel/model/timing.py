@@ -165,11 +165,18 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         # (1) the SM holding the first heavy block carries its first round's blocks to the end: their work at the
         # pace its full round sets, joined with the heavy block's own path. The block's global round trips (its
         # prologue) do not grow with its work.
+        # Its SM-mates: the block in slot q lies within q * (SMs +- window) of it, not at q * SMs exactly (each GPC
+        # takes its next blocks in its own order: the dispatch probe), so the worst SM holds the heaviest block of
+        # that window in each slot.
         sm0 = np.where(step < 0, f32(0), np.mod(hb - 1, gpu.sm_count))
-        work = np.zeros_like(sm_cycles)
-        for q in range(int(np.max(r_full))):
-            j = sm0 + q * gpu.sm_count
-            work = work + np.where((q < r_full) & (j < grid), block_work_at(s, hb, step, j), f32(0))
+        work = np.where(r_full > 0, block_work_at(s, hb, step, sm0), f32(0))
+        win = int(round(cal.dispatch_window))
+        for q in range(1, int(np.max(r_full))):
+            mate = np.zeros_like(sm_cycles)
+            for delta in range(-q * win, q * win + 1):
+                j = sm0 + q * gpu.sm_count + delta
+                mate = np.maximum(mate, np.where((j > sm0) & (j < grid), block_work_at(s, hb, step, j), f32(0)))
+            work = work + np.where(q < r_full, mate, f32(0))
         fixed = np.asarray(c.path_gmem * costs["gmem"], dtype=f32)
         heavy_path = (lat - fixed) * s + fixed
         share = work / np.maximum(r_full, 1)
@@ -180,7 +187,23 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         heads = grid / hb
         queue = np.where(step < 0, (heads - 1) * hb, grid - 1)
         after = np.where(step < 0, (heads - 1) / heads, 1 - s / grid)
-        start = np.where(queue >= gpu.sm_count * bpsm_safe, after * sm_cycles, f32(0))
+        slots = gpu.sm_count * bpsm_safe
+        start = np.where(queue >= slots, after * sm_cycles, f32(0))
+        # When the first round's slots free up fast enough to dispatch it (queue - slots + 1 <= slots frees), it
+        # starts as the k-th lightest first-round block ends, k = queue - slots + 1: that block's work at the
+        # pace of a full round. The first round holds F = slots // hb blocks of each position in a head, and one
+        # more of the first slots % hb positions; positions are walked lightest first.
+        k = queue - slots + 1
+        first_round = (queue >= slots) & (k <= slots)
+        if np.any(first_round & (spread > 1)):
+            F, R = np.floor(slots / hb), np.mod(slots, hb)
+            kth = np.full(np.shape(sm_cycles), np.inf, dtype=f32)
+            seen = np.zeros_like(kth)
+            for i in range(int(np.max(np.where(first_round, hb, 1)))):
+                pos = np.where(step < 0, hb - 1 - i, f32(i))          # the i-th lightest position of a head
+                seen = seen + np.where(i < hb, F + (pos < R), f32(0))
+                kth = np.where(np.isinf(kth) & (seen >= k), block_work_at(s, hb, step, pos), kth)
+            start = np.where(first_round & np.isfinite(kth), np.minimum(start, kth * tf), start)
         lone = join({k: v * s for k, v in thr_cycles(f32(1)).items()}, heavy_path)
         sm_cycles = np.where(spread > 1, np.maximum(sm_cycles, np.maximum(heavy_sm, start + lone)), sm_cycles)
     clock = f32(gpu.clock_hz)
