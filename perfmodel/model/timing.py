@@ -190,11 +190,11 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         slots = gpu.sm_count * bpsm_safe
         start = np.where(queue >= slots, after * sm_cycles, f32(0))
         # When the first round's slots free up fast enough to dispatch it (queue - slots + 1 <= slots frees), it
-        # starts as the k-th lightest first-round block ends, k = queue - slots + 1: that block's work at the
+        # starts as the k-th lightest first-round block ends, k = queue - slots + 1 (k_th): that block's work at the
         # pace of a full round. The first round holds F = slots // hb blocks of each position in a head, and one
         # more of the first slots % hb positions; positions are walked lightest first.
-        k = queue - slots + 1
-        first_round = (queue >= slots) & (k <= slots)
+        k_th = queue - slots + 1
+        first_round = (queue >= slots) & (k_th <= slots)
         if np.any(first_round & (spread > 1)):
             F, R = np.floor(slots / hb), np.mod(slots, hb)
             kth = np.full(np.shape(sm_cycles), np.inf, dtype=f32)
@@ -202,7 +202,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
             for i in range(int(np.max(np.where(first_round, hb, 1)))):
                 pos = np.where(step < 0, hb - 1 - i, f32(i))          # the i-th lightest position of a head
                 seen = seen + np.where(i < hb, F + (pos < R), f32(0))
-                kth = np.where(np.isinf(kth) & (seen >= k), block_work_at(s, hb, step, pos), kth)
+                kth = np.where(np.isinf(kth) & (seen >= k_th), block_work_at(s, hb, step, pos), kth)
             start = np.where(first_round & np.isfinite(kth), np.minimum(start, kth * tf), start)
         lone = join({k: v * s for k, v in thr_cycles(f32(1)).items()}, heavy_path)
         sm_cycles = np.where(spread > 1, np.maximum(sm_cycles, np.maximum(heavy_sm, start + lone)), sm_cycles)
