@@ -11,9 +11,7 @@ times (is the placement the same each time?). The spin is a dependent FFMA chain
 fill the FP32 pipes (mode 1: blocks sharing an SM slow one another). Nothing here changes clocks or power limits.
 """
 import json
-import sys
 
-from perfmodel.errors import InputError
 from perfmodel.measure import build, probe
 
 SPIN = 20000          # FFMA iterations of a unit of work: ~40 us of a dependent chain at ~2 GHz
@@ -66,16 +64,9 @@ def main(path):
         last = reps[-1]
         print(f"{label:48s} bps {got}  span {max(last['end_ns']) / 1e3:8.1f} us  "
               f"SMs used {len(set(last['smid']))}", flush=True)
-    out["provenance"] = probe.script_provenance(torch, tool,
-                                                "python3 scripts/probe_dispatch.py " + " ".join(sys.argv[1:]))
+    out["provenance"] = probe.script_provenance(torch, tool)
     json.dump(out, open(path, "w"))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python3 scripts/probe_dispatch.py OUT.json")
-    try:
-        main(sys.argv[1])
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    probe.run_script(main)

@@ -3,7 +3,6 @@ csrc/probe.cu probe_mix_kernel): SM cycles per loop iteration for single instruc
 ldmatrix.x4.trans, MUFU.EX2, FFMA) and for their mixes, at 1, 2 and 4 warps per scheduler. From it: the SM cycles
 one ldmatrix.x4 costs, and whether the pipes' times add or overlap. Usage: python3 scripts/probe_pipes.py OUT.json"""
 import json
-import sys
 
 import numpy as np
 
@@ -46,10 +45,9 @@ def main(out_path):
             res[name][f"sm_cycles_per_iter_{w}w"] = best
         print(name, {w: round(res[name][f"sm_cycles_per_iter_{w}w"], 1) for w in WARPS}, flush=True)
     out = {"mixes": res, "iters": iters, "blocks": sm, "warps_per_block": list(WARPS),
-           "provenance": probe.script_provenance(torch, tool,
-                                                 "python3 scripts/probe_pipes.py " + " ".join(sys.argv[1:]))}
+           "provenance": probe.script_provenance(torch, tool)}
     json.dump(out, open(out_path, "w"), indent=1)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    probe.run_script(main)

@@ -11,7 +11,6 @@ power limit. A sustained part repeats the best configuration for a few seconds w
 clock and power. Nothing here changes clocks or power limits.
 """
 import json
-import sys
 import time
 
 import numpy as np
@@ -103,16 +102,10 @@ def main(path):
             "tflops_median": float(per_iter * r["iters"] * sm / np.median(t) / 1e12),
             "clock_mhz_seen_median": float(np.median(c / t) / 1e6), "nvidia_smi": smi.summary()}
         print(label, "sustained:", out["sustained"][label])
-    out["provenance"] = probe.script_provenance(torch, tool, "python3 scripts/probe_wgmma.py " + " ".join(sys.argv[1:]))
+    out["provenance"] = probe.script_provenance(torch, tool)
     out["provenance"]["data"] = "torch.randn fp16 (seed 0), a different slice per block"
     json.dump(out, open(path, "w"), indent=1)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python3 scripts/probe_wgmma.py OUT.json")
-    try:
-        main(sys.argv[1])
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    probe.run_script(main)

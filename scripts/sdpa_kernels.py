@@ -9,7 +9,6 @@ call is repeated back to back for about a second while nvidia-smi samples the SM
 the kernel runs at when it keeps the GPU busy. No timing here is used by the model.
 """
 import json
-import sys
 import tempfile
 import time
 
@@ -84,12 +83,10 @@ def main(path):
                                                    x["shared memory"]) for x in row["kernels"]],
                   row["nvidia_smi"]["sm_clock_mhz_median"], flush=True)
             del q, k, v
-    prov = probe.script_provenance(torch, tool, "python3 scripts/sdpa_kernels.py " + " ".join(sys.argv[1:]))
+    prov = probe.script_provenance(torch, tool)
     prov["cudnn"] = torch.backends.cudnn.version()
     json.dump({"provenance": prov, "rows": rows}, open(path, "w"), indent=1)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python3 scripts/sdpa_kernels.py OUT.json")
-    main(sys.argv[1])
+    probe.run_script(main)

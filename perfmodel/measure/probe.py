@@ -235,10 +235,31 @@ def _mma(torch, ext, sm: int, has_mma: bool, log) -> dict:
     return out
 
 
-def script_provenance(torch, tool: dict, command: str) -> dict:
+def run_script(main) -> None:
+    """A probe script's entry point (scripts/probe_*.py and the like): one argument, the JSON file to write; what
+    the machine lacks (torch, CUDA, nvcc, the architecture a probe needs) is a one-line error and exit code 2."""
+    from pathlib import Path
+
+    from perfmodel.errors import InputError
+
+    if len(sys.argv) != 2:
+        sys.exit(f"usage: python3 scripts/{Path(sys.argv[0]).name} OUT.json")
+    try:
+        main(sys.argv[1])
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
+def script_provenance(torch, tool: dict, command: str | None = None) -> dict:
     """Where a probe script's numbers come from (scripts/probe_*.py): the GPU, its clock, driver, torch, nvcc,
-    the date and the command."""
+    the date and the command (default: the running script's, as ``python3 scripts/NAME.py ARGS``)."""
+    from pathlib import Path
+
     from perfmodel.measure import runner
+
+    if command is None:
+        command = " ".join([f"python3 scripts/{Path(sys.argv[0]).name}", *sys.argv[1:]])
 
     clock = runner.Clock()
     return dict(gpu_name=torch.cuda.get_device_name(), sm_clock_mhz=clock.sm_mhz(), driver=clock.driver(),
