@@ -138,11 +138,13 @@ def test_cudnn_step_adds_the_tensor_pipe_half_the_exponentials_and_the_path():
     assert with_serial((("wgmma", ("sfu", 0.5)),)) < float(p.time_s)
 
 
-def test_wgmma_rate_is_the_probes():
-    """sm_90's wgmma fraction is what the wgmma probe measured per clock (examples/measurements/h100/probe)."""
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_wgmma_rate_is_the_probes(gpu):
+    """sm_90's wgmma fraction is what the wgmma probe measured per clock (examples/measurements/h100/probe); the
+    H200's probe (h200/probe) measures the same rate, so the H200 may take it."""
     from perfmodel.hw import arch
 
-    probe = json.load(open(H100 / "probe" / "wgmma.json"))
+    probe = json.load(open(H100.parent / gpu / "probe" / "wgmma.json"))
     rates = [r["flop_per_clk_per_sm"] for k, r in probe["runs"].items() if k.startswith("wgmma")]
     assert arch.value("sm_90", "wgmma_fraction") == pytest.approx(max(rates) / probe["peak_flop_per_clk_per_sm"],
                                                                   abs=0.01)

@@ -34,6 +34,8 @@ class Calibration:
     wgmma_cycles: float              # SM cycles per m16n8k16-equivalent (4096 FLOPs) of Hopper warpgroup MMAs
     dispatch_window: float           # blocks: the block sharing an SM in slot q lies within q*SMs +- q*this of
                                      # the first (block dispatch order, gpus/arch dispatch_window_blocks)
+    cold_start_cycles: float         # SM cycles a launch's first global round trip costs after the timing's L2
+                                     # flush beyond a warm one (gpus/arch cold_start_cycles: scripts/probe_cold.py)
     path_cycles: dict                # feature -> cycles per step on a warp's path (PATH_FEATURES)
     # kernel -> {"costs": {feature: cycles}, "training": {...}}: costs fitted to kernel timings on a declared
     # training split, for loop forms no microbenchmark covers; they replace path_cycles for that kernel only
@@ -138,6 +140,7 @@ def from_spec(gpu: GPUSpec) -> Calibration:
         mma_cycles=spec_mma_cycles(gpu),
         wgmma_cycles=spec_wgmma_cycles(gpu),
         dispatch_window=a("dispatch_window_blocks"),
+        cold_start_cycles=a("cold_start_cycles"),
         path_cycles={
             "dot": a("dot_step_cycles"), "reduction": a("reduction_step_cycles"), "exp": a("exp_step_cycles"),
             "outer": 0.0,                 # no probe prices it: the step costs carry their own loop overhead

@@ -60,6 +60,11 @@ class Bencher:
                 break
         return best
 
+    def flush_l2(self) -> None:
+        """Evict the L2 between runs by writing the flush buffer (as triton.testing.do_bench does): the L2 is then
+        full of the buffer's dirty lines."""
+        self.cache.zero_()
+
     def _batch(self, fn, setup, warmup, min_runs, max_runs, target_s) -> Timing:
         torch = self.torch
 
@@ -67,7 +72,7 @@ class Bencher:
             if setup is not None:
                 setup()
             if self.cache is not None:
-                self.cache.zero_()
+                self.flush_l2()
             if self.sleep_cycles:
                 torch.cuda._sleep(self.sleep_cycles)
             s = torch.cuda.Event(enable_timing=True)

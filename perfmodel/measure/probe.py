@@ -235,6 +235,21 @@ def _mma(torch, ext, sm: int, has_mma: bool, log) -> dict:
     return out
 
 
+def cold_start_cycles(record: dict) -> float:
+    """SM cycles a launch's first global round trip costs after the timing's L2 flush beyond a warm one, from a
+    scripts/probe_cold.py record: the touch launch of one block per SM, each block reading 2 KiB once, timed with
+    the flush `measure` uses less the same without a flush (median over its packed and page-strided layouts), at
+    the clock the record was taken at."""
+    sm = record["sm_count"]
+    pick = lambda flush: [r["median_us"] for r in record["rows"]
+                          if r["what"] == "touch" and r["grid"] == sm and r["bytes_per_block"] == 2048
+                          and r.get("smem_bytes", 0) == 0 and r.get("calls", 1) == 1 and r["flush"] == flush]
+    cold, warm = pick("zero"), pick("none")
+    if not cold or len(cold) != len(warm):
+        raise ValueError("the record has no touch launch of one block per SM with and without the flush")
+    return float(np.median(np.subtract(cold, warm))) * 1e-6 * record["provenance"]["sm_clock_mhz"] * 1e6
+
+
 def run_script(main) -> None:
     """A probe script's entry point (scripts/probe_*.py and the like): one argument, the JSON file to write; what
     the machine lacks (torch, CUDA, nvcc, the architecture a probe needs) is a one-line error and exit code 2."""

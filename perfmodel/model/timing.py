@@ -20,7 +20,8 @@ block's path, and co-resident warps overlap one another only through the p-norm 
 hold). Blocks of uneven work (causal grids: ``Counts.block_spread``) cannot finish before the heaviest. The
 chip-wide rows of CHIP_RESOURCES (L2, DRAM) join the SM time the same way. Adding a resource is one row here (and
 the calibration field that prices it). A launch of several kernels (``Counts.launches``) pays the launch cost
-of each.
+of each, and every launch once the cold start: its first global round trip after the L2 flush of the timing
+(``Calibration.cold_start_cycles``).
 """
 
 from __future__ import annotations
@@ -213,7 +214,10 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     for res in CHIP_RESOURCES:
         times[res.name] = (res.work(c, mem) / res.rate(cal)).astype(f32)
     launches = np.asarray(c.launches, dtype=float)
-    total = _pnorm([sm_time] + [times[r.name] for r in CHIP_RESOURCES], cal.overlap_p) + cal.launch_overhead_s * launches
+    # what every launch adds: the empty kernel's event time per kernel, and once the first global round trip after
+    # the timing's L2 flush, which every block of the first round waits out together (nothing overlaps it)
+    per_launch = cal.launch_overhead_s * launches + cal.cold_start_cycles / float(clock)
+    total = _pnorm([sm_time] + [times[r.name] for r in CHIP_RESOURCES], cal.overlap_p) + per_launch
     best = np.zeros(np.shape(total), dtype=np.int8)
     top = np.broadcast_to(times[RESOURCES[0]], np.shape(total))
     for i, k in enumerate(RESOURCES[1:], start=1):
