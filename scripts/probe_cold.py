@@ -3,8 +3,7 @@
     python3 scripts/probe_cold.py OUT.json
 
 `measure` flushes the L2 before every timed run by writing a 256 MiB buffer (perfmodel/measure/bench.py), so each
-run starts with the L2 full of that buffer's dirty lines and the address translations of the kernel's inputs
-evicted. This probe times, exactly as `measure` times kernels (CUDA events, head start, median of many runs),
+run starts with the L2 full of that buffer's dirty lines and the kernel's inputs in DRAM. This probe times, exactly as `measure` times kernels (CUDA events, head start, median of many runs),
 under three flushes: "zero" (the one `measure` uses), "read" (the buffer is read instead: the L2 holds clean lines)
 and "none":
 

@@ -247,7 +247,7 @@ def cold_start_cycles(record: dict) -> float:
     cold, warm = pick("zero"), pick("none")
     if not cold or len(cold) != len(warm):
         raise ValueError("the record has no touch launch of one block per SM with and without the flush")
-    return float(np.median(np.subtract(cold, warm))) * 1e-6 * record["provenance"]["sm_clock_mhz"] * 1e6
+    return float(np.median(np.subtract(cold, warm))) * record["provenance"]["sm_clock_mhz"]      # us x MHz
 
 
 def run_script(main) -> None:

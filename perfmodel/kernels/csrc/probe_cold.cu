@@ -3,7 +3,7 @@
 //
 // touch_kernel: block b sums its slice of `src` (bytes_per_block, 16-byte loads, each thread a strided part of it)
 // and writes one float. Block b's slice starts at b * stride_bytes, so a stride of 2 MiB puts every block in its
-// own large page (a TLB miss per block after the flush) and a stride equal to the slice packs them. empty_kernel:
+// own large page (an address translation of its own) and a stride equal to the slice packs them. empty_kernel:
 // a launch with nothing to do, the baseline that the launch cost is. Both take a dynamic shared-memory size they
 // never touch: whether a launch that needs a large shared-memory carveout costs more than one that needs none.
 #include <cuda_runtime.h>
