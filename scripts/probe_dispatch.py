@@ -55,10 +55,7 @@ def main(path):
         for _ in range(3):
             ext.probe_dispatch(w, smid, t0, t1, sink, threads, smem, mode)
             torch.cuda.synchronize()
-            a, b = t0.cpu().tolist(), t1.cpu().tolist()
-            base = min(a)
-            reps.append({"smid": smid.cpu().tolist(), "start_ns": [x - base for x in a],
-                         "end_ns": [x - base for x in b]})
+            reps.append(probe.block_times(smid.cpu().tolist(), t0.cpu().tolist(), t1.cpu().tolist()))
         out["runs"].append({"label": label, "blocks_per_sm": got, "smem_bytes": smem, "mode": mode, "work": work,
                             "reps": reps})
         last = reps[-1]

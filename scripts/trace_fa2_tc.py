@@ -45,9 +45,7 @@ def main(path):
                 torch.cuda.synchronize()
                 times.append(s.elapsed_time(e) * 1e3)
                 t = trace.view(-1, 3).cpu()
-                base = int(t[:, 1].min())
-                reps.append({"smid": t[:, 0].tolist(), "start_ns": (t[:, 1] - base).tolist(),
-                             "end_ns": (t[:, 2] - base).tolist()})
+                reps.append(probe.block_times(t[:, 0].tolist(), t[:, 1].tolist(), t[:, 2].tolist()))
             out["runs"].append({"B": B, "H": H, "N": N, "d": d, "Br": Br, "Bc": Bc, "warps": w, "causal": causal,
                                 "dtype": "fp16", "max_abs_err_vs_fp32_sdpa": err, "event_us": times, "reps": reps})
             span = max(reps[-1]["end_ns"]) / 1e3

@@ -110,3 +110,13 @@ def test_one_round_causal_pairs_heavy_blocks():
     c = _kernel_only(2, 16, 1000, 128, 128, 64, 4, True, CAL)
     n = _kernel_only(2, 16, 1000, 128, 128, 64, 4, False, CAL)
     assert c / n > 0.9
+
+
+def test_block_times_is_the_recorded_format():
+    """The probe scripts' per-block record: SMs as given, times in ns from the earliest start (every recorded
+    launch starts at 0)."""
+    from perfmodel.measure.probe import block_times
+
+    assert block_times([3, 1], [105, 100], [200, 150]) == {"smid": [3, 1], "start_ns": [5, 0], "end_ns": [100, 50]}
+    rep = _json("dispatch.json")["runs"][0]["reps"][0]
+    assert block_times(rep["smid"], rep["start_ns"], rep["end_ns"]) == rep

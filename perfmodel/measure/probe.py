@@ -250,6 +250,13 @@ def cold_start_cycles(record: dict) -> float:
     return float(np.median(np.subtract(cold, warm))) * record["provenance"]["sm_clock_mhz"]      # us x MHz
 
 
+def block_times(smid, start_ns, end_ns) -> dict:
+    """One launch's per-block record as the probe scripts store it (scripts/probe_dispatch.py, trace_fa2_tc.py):
+    each block's SM and its start and end on the global timer, in ns from the earliest start."""
+    base = min(start_ns)
+    return {"smid": list(smid), "start_ns": [x - base for x in start_ns], "end_ns": [x - base for x in end_ns]}
+
+
 def run_script(main) -> None:
     """A probe script's entry point (scripts/probe_*.py and the like): one argument, the JSON file to write; what
     the machine lacks (torch, CUDA, nvcc, the architecture a probe needs) is a one-line error and exit code 2."""
