@@ -222,12 +222,12 @@ class Kernel(ABC):
         the DRAM pieces of that head."""
 
     def counts(self, shape: AttentionShape, tiles: Tiles, facts: ArchFacts) -> Counts:
-        """Counts of the whole launch: the head's work times B*H; the path (per block) and the live bytes
-        (per head) as they are."""
+        """Counts of the whole launch: the head's work times B*H; the path and the burst (per block) and the live
+        bytes (per head) as they are."""
         head = self.head_counts(shape, tiles, facts)
         BH = shape.heads
         per_launch = {f.name: BH * getattr(head, f.name) for f in dataclasses.fields(Counts)
-                      if not f.name.startswith("path_") and f.name != "reuse_live_bytes" and f.name not in Counts.RATIOS}
+                      if not f.name.startswith("path_") and f.name not in Counts.UNSCALED + Counts.RATIOS}
         return dataclasses.replace(head, **per_launch)
 
     # --- measurement --------------------------------------------------------------------------------------

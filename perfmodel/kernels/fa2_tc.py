@@ -158,6 +158,11 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
         path_sfu=tiles_b * 2, path_sync=tiles_b * 2 + 1, path_gmem=1 + 0 * N,
         path_load=miss_free, path_load_miss=tiles_b * 2 - miss_free,
         block_spread=spread, head_blocks=qblocks_h, block_step=step,
+        # before its first tile a block waits on its Q tile and its first K and V tiles. Without a mask every block
+        # of a head (of a split) starts at the same key tile; causal blocks start at their diagonal tiles, which
+        # Bc/Br consecutive Q tiles share
+        burst_own_bytes=Br * d * dtype_bytes, burst_kv_bytes=2 * Bc * d * dtype_bytes,
+        burst_sharers=np.maximum(Bc // Br, 1) if causal else qblocks_h,
     )
 
 

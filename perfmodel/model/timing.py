@@ -21,7 +21,9 @@ hold). Blocks of uneven work (causal grids: ``Counts.block_spread``) cannot fini
 chip-wide rows of CHIP_RESOURCES (L2, DRAM) join the SM time the same way. Adding a resource is one row here (and
 the calibration field that prices it). A launch of several kernels (``Counts.launches``) pays the launch cost
 of each, and every launch once the cold start: its first global round trip after the L2 flush of the timing
-(``Calibration.cold_start_cycles``).
+(``Calibration.cold_start_cycles``), and the first round's burst: the bytes its blocks fetch from DRAM before
+they compute (``Counts.burst_*``: their Q tiles and first K/V tiles), at the DRAM bandwidth, with nothing to
+overlap them. The DRAM row (``times_s["dram"]``) holds the rest of the DRAM traffic, which does overlap.
 """
 
 from __future__ import annotations
@@ -84,6 +86,16 @@ def _pnorm(parts, p):
         term = np.power(x / safe, np.float32(p))
         acc = term if acc is None else acc + term
     return np.where(top > 0, safe * np.power(acc, np.float32(1.0 / p)), np.float32(0)).astype(float)
+
+
+def burst_bytes(c: Counts, grid, blocks_per_sm, sm_count: int):
+    """Bytes the first round's blocks fetch before their first compute (Counts.burst_*): each block's own, and
+    each group of ``burst_sharers`` blocks' first K/V tiles once; at most the launch's first-touch reads."""
+    first = np.minimum(np.asarray(grid, dtype=float), np.asarray(blocks_per_sm, dtype=float) * sm_count)
+    sharers = np.maximum(np.minimum(np.asarray(c.burst_sharers, dtype=float), first), 1)
+    own = first * np.asarray(c.burst_own_bytes, dtype=float)
+    kv = np.ceil(first / sharers) * np.asarray(c.burst_kv_bytes, dtype=float)
+    return np.minimum(own + kv, np.asarray(c.dram_read_once, dtype=float))
 
 
 def path_cycles(c: Counts, costs: dict):
@@ -213,10 +225,14 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     times["latency"] = (full_rounds + (last > 0)) * lat / clock
     for res in CHIP_RESOURCES:
         times[res.name] = (res.work(c, mem) / res.rate(cal)).astype(f32)
+    burst = burst_bytes(c, grid, bpsm_safe, gpu.sm_count)
+    times["dram"] = np.maximum(times["dram"] - burst / cal.dram_bw_bps, 0).astype(f32)
     launches = np.asarray(c.launches, dtype=float)
     # what every launch adds: the empty kernel's event time per kernel, and once the first global round trip after
-    # the timing's L2 flush, which every block of the first round waits out together (nothing overlaps it)
-    per_launch = cal.launch_overhead_s * launches + cal.cold_start_cycles / float(clock)
+    # the timing's L2 flush, which every block of the first round waits out together (nothing overlaps it), with
+    # the bytes that round's blocks fetch before they compute (their burst), at the DRAM bandwidth
+    per_launch = (cal.launch_overhead_s * launches + cal.cold_start_cycles / float(clock)
+                  + burst / cal.dram_bw_bps)
     total = _pnorm([sm_time] + [times[r.name] for r in CHIP_RESOURCES], cal.overlap_p) + per_launch
     best = np.zeros(np.shape(total), dtype=np.int8)
     top = np.broadcast_to(times[RESOURCES[0]], np.shape(total))
