@@ -8,8 +8,6 @@ perfmodel/kernels/sdpa.py assume about the loop nest, read off the launch rather
 call is repeated back to back for about a second while nvidia-smi samples the SM clock and power: the clock
 the kernel runs at when it keeps the GPU busy. No timing here is used by the model.
 """
-import json
-import tempfile
 import time
 
 from perfmodel.measure import build, probe
@@ -25,18 +23,10 @@ KEYS = ("grid", "block", "registers per thread", "shared memory", "blocks per SM
 
 def kernels_of(torch, fn):
     """The GPU kernels one call of fn launches: name, duration and launch attributes from the profiler trace."""
-    from torch.profiler import ProfilerActivity, profile
-
     fn()
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    with tempfile.NamedTemporaryFile(suffix=".json") as f:
-        prof.export_chrome_trace(f.name)
-        trace = json.load(open(f.name))
     out = []
-    for ev in trace.get("traceEvents", []):
+    for ev in probe.profiled_gpu_events(torch, fn):
         if ev.get("cat") == "kernel":
             a = ev.get("args", {})
             out.append({"name": ev.get("name"), "us": ev.get("dur"), **{k: a.get(k) for k in KEYS}})
@@ -83,9 +73,7 @@ def main(path):
                                                    x["shared memory"]) for x in row["kernels"]],
                   row["nvidia_smi"]["sm_clock_mhz_median"], flush=True)
             del q, k, v
-    prov = probe.script_provenance(torch, tool)
-    prov["cudnn"] = torch.backends.cudnn.version()
-    json.dump({"provenance": prov, "rows": rows}, open(path, "w"), indent=1)
+    probe.write_sdpa_record(path, torch, tool, rows)
 
 
 if __name__ == "__main__":

@@ -150,3 +150,39 @@ def test_wgmma_rate_is_the_probes(gpu):
                                                                   abs=0.01)
     cal = calibration.from_spec(gpu_mod.resolve("h200"))
     assert cal.wgmma_cycles == pytest.approx(4096 / max(rates), rel=0.01)
+
+
+CALLS = json.load(open(H100 / "sdpa_calls.json"))["rows"]
+
+
+@pytest.mark.parametrize("backend,kernel", [("FLASH_ATTENTION", "sdpa-flash"), ("CUDNN_ATTENTION", "sdpa-cudnn")])
+def test_what_a_call_queues_matches_the_preset(backend, kernel):
+    """Every profiled call (examples/measurements/h100/sdpa_calls.json, scripts/sdpa_calls.py) runs as many kernels
+    as the preset's launches and as many other GPU operations (cuDNN: one memset before its kernel) as its
+    queued_ops, in every one of its three profiled calls."""
+    spec = gpu_mod.resolve("h100")
+    rows = [r for r in CALLS if r.get("backend") == backend and "calls" in r]
+    assert len(rows) >= 8
+    for r in rows:
+        k, t = get(kernel), None
+        sh = shape_of(r)
+        t = k.resolve(spec, sh, k.default_tiles(sh, spec))
+        c = k.counts(sh, t, k.facts(spec.sm)[0])
+        for call in r["calls"]:
+            kernels = [a for a in call if a["cat"] == "kernel"]
+            others = [a for a in call if a["cat"] != "kernel"]
+            assert len(kernels) == int(np.asarray(c.launches)), (r["N"], [a["name"][:40] for a in kernels])
+            assert len(others) == int(np.asarray(c.queued_ops)), (r["N"], [a["name"] for a in others])
+
+
+def test_queued_op_is_the_probes():
+    """sm_90's queued_op_us is the H100 cold-start record's second empty launch (calls 2 less 1, with measure's
+    flush); the H200's record gives 1.0 us (its own front end): the arch file states both."""
+    from perfmodel.hw import arch
+    from perfmodel.measure.probe import queued_op_us
+
+    rec = lambda g: json.load(open(ROOT / "examples" / "measurements" / g / "probe" / "cold.json"))
+    assert arch.value("sm_90", "queued_op_us") == pytest.approx(queued_op_us(rec("h100")), abs=1e-3)
+    assert 0.8 < queued_op_us(rec("h200")) < 1.2
+    cal = calibration.resolve(gpu_mod.resolve("h100"))
+    assert cal.queued_op_s == pytest.approx(arch.value("sm_90", "queued_op_us") * 1e-6)

@@ -36,6 +36,8 @@ class Calibration:
                                      # the first (block dispatch order, gpus/arch dispatch_window_blocks)
     cold_start_cycles: float         # SM cycles a launch's first global round trip costs after the timing's L2
                                      # flush beyond a warm one (gpus/arch cold_start_cycles: scripts/probe_cold.py)
+    queued_op_s: float               # what a second GPU operation queued in one timed call adds (a library's memset
+                                     # before its kernel; gpus/arch queued_op_us: scripts/probe_cold.py)
     path_cycles: dict                # feature -> cycles per step on a warp's path (PATH_FEATURES)
     # kernel -> {"costs": {feature: cycles}, "training": {...}}: costs fitted to kernel timings on a declared
     # training split, for loop forms no microbenchmark covers; they replace path_cycles for that kernel only
@@ -141,6 +143,7 @@ def from_spec(gpu: GPUSpec) -> Calibration:
         wgmma_cycles=spec_wgmma_cycles(gpu),
         dispatch_window=a("dispatch_window_blocks"),
         cold_start_cycles=a("cold_start_cycles"),
+        queued_op_s=a("queued_op_us") * 1e-6,
         path_cycles={
             "dot": a("dot_step_cycles"), "reduction": a("reduction_step_cycles"), "exp": a("exp_step_cycles"),
             "outer": 0.0,                 # no probe prices it: the step costs carry their own loop overhead

@@ -250,6 +250,18 @@ def cold_start_cycles(record: dict) -> float:
     return float(np.median(np.subtract(cold, warm))) * record["provenance"]["sm_clock_mhz"]      # us x MHz
 
 
+def queued_op_us(record: dict) -> float:
+    """Microseconds a second GPU operation queued behind the first in one timed call adds, from a
+    scripts/probe_cold.py record: two empty launches between the events less one, with the flush `measure` uses
+    (median over the shared-memory sizes asked for)."""
+    t = {(r["calls"], r.get("smem_bytes", 0)): r["median_us"] for r in record["rows"]
+         if r["what"] == "empty" and r["flush"] == "zero"}
+    sizes = sorted(s for c, s in t if c == 1 and (2, s) in t)
+    if not sizes:
+        raise ValueError("the record has no empty launches timed once and twice with the flush")
+    return float(np.median([t[(2, s)] - t[(1, s)] for s in sizes]))
+
+
 def block_times(smid, start_ns, end_ns) -> dict:
     """One launch's per-block record as the probe scripts store it (scripts/probe_dispatch.py, trace_fa2_tc.py):
     each block's SM and its start and end on the global timer, in ns from the earliest start."""
@@ -271,6 +283,32 @@ def run_script(main) -> None:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
+
+
+def profiled_gpu_events(torch, fn) -> list:
+    """The trace events (Chrome trace format) of one run of ``fn`` under torch.profiler, GPU activity only,
+    synchronised at its end."""
+    import json
+    import tempfile
+
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        prof.export_chrome_trace(f.name)
+        return json.load(open(f.name)).get("traceEvents", [])
+
+
+def write_sdpa_record(path, torch, tool: dict, rows: list) -> None:
+    """Write a script's SDPA record: its rows with the provenance, cuDNN's version included."""
+    import json
+
+    prov = script_provenance(torch, tool)
+    prov["cudnn"] = torch.backends.cudnn.version()
+    with open(path, "w") as f:
+        json.dump({"provenance": prov, "rows": rows}, f, indent=1)
 
 
 def script_provenance(torch, tool: dict, command: str | None = None) -> dict:

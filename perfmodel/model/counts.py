@@ -82,6 +82,7 @@ class Counts:
     block_step: object = 0      # change of a block's work from one dispatched block of a head to the next, over
                                 # the mean block's (< 0: each head's heaviest block first; > 0: its lightest first)
     launches: object = 1        # kernels the launch runs one after another (a split-KV pass and its combine: 2)
+    queued_ops: object = 0      # other GPU operations a call queues beside its kernels (cuDNN's memset)
     # --- first-round burst (per block) ---------------------------------------------------------------------
     # what a block fetches from global memory before its first compute: its own tiles (Q) and its first K/V tiles,
     # which ``burst_sharers`` blocks of a head ask for together. After the timing's L2 flush the first round's
@@ -105,7 +106,7 @@ class Counts:
     path_shfl: object = 0
 
     # fields that describe the launch's blocks, not amounts: they neither add (the larger holds) nor scale
-    RATIOS = ("block_spread", "head_blocks", "block_step", "launches", "burst_sharers")
+    RATIOS = ("block_spread", "head_blocks", "block_step", "launches", "queued_ops", "burst_sharers")
     # amounts per head or per block: a launch's counts keep them as one head's (Kernel.counts)
     UNSCALED = ("reuse_live_bytes", "burst_own_bytes", "burst_kv_bytes")
 

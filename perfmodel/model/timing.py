@@ -23,7 +23,9 @@ the calibration field that prices it). A launch of several kernels (``Counts.lau
 of each, and every launch once the cold start: its first global round trip after the L2 flush of the timing
 (``Calibration.cold_start_cycles``), and the first round's burst: the bytes its blocks fetch from DRAM before
 they compute (``Counts.burst_*``: their Q tiles and first K/V tiles), at the DRAM bandwidth, with nothing to
-overlap them. The DRAM row (``times_s["dram"]``) holds the rest of the DRAM traffic, which does overlap.
+overlap them. The DRAM row (``times_s["dram"]``) holds the rest of the DRAM traffic, which does overlap. A GPU
+operation a call queues beside its kernels (``Counts.queued_ops``: cuDNN's memset) adds what the probe measures
+a second queued operation to cost (``Calibration.queued_op_s``).
 """
 
 from __future__ import annotations
@@ -232,7 +234,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     # the timing's L2 flush, which every block of the first round waits out together (nothing overlaps it), with
     # the bytes that round's blocks fetch before they compute (their burst), at the DRAM bandwidth
     per_launch = (cal.launch_overhead_s * launches + cal.cold_start_cycles / float(clock)
-                  + burst / cal.dram_bw_bps)
+                  + burst / cal.dram_bw_bps + cal.queued_op_s * np.asarray(c.queued_ops, dtype=float))
     total = _pnorm([sm_time] + [times[r.name] for r in CHIP_RESOURCES], cal.overlap_p) + per_launch
     best = np.zeros(np.shape(total), dtype=np.int8)
     top = np.broadcast_to(times[RESOURCES[0]], np.shape(total))
