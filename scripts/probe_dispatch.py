@@ -10,7 +10,6 @@ along each "head" of 8 or 16 blocks (how far a head's heavy blocks land from one
 times (is the placement the same each time?). The spin is a dependent FFMA chain (mode 0) or eight chains that
 fill the FP32 pipes (mode 1: blocks sharing an SM slow one another). Nothing here changes clocks or power limits.
 """
-import json
 
 from perfmodel.measure import build, probe
 
@@ -61,8 +60,7 @@ def main(path):
         last = reps[-1]
         print(f"{label:48s} bps {got}  span {max(last['end_ns']) / 1e3:8.1f} us  "
               f"SMs used {len(set(last['smid']))}", flush=True)
-    out["provenance"] = probe.script_provenance(torch, tool)
-    json.dump(out, open(path, "w"))
+    probe.write_record(path, torch, tool, out)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,5 @@
 """The tensor-core part of `perfmodel probe` alone (mma.sync latency and SM rate per dtype), as JSON: for adding
 these constants to a calibration measured before the probe had them. Usage: python3 scripts/probe_mma.py OUT.json"""
-import json
 
 from perfmodel.measure import build, probe
 
@@ -11,8 +10,7 @@ def main(path):
     ext = build.load()
     props = torch.cuda.get_device_properties(0)
     out = probe._mma(torch, ext, props.multi_processor_count, props.major >= 8, print)
-    out["provenance"] = probe.script_provenance(torch, tool)
-    json.dump(out, open(path, "w"), indent=1)
+    probe.write_record(path, torch, tool, out, indent=1)
 
 
 if __name__ == "__main__":

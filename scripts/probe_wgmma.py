@@ -10,7 +10,6 @@ ratio is the SM clock the run saw: a tensor-saturated SM draws the most power, a
 power limit. A sustained part repeats the best configuration for a few seconds while nvidia-smi samples the SM
 clock and power. Nothing here changes clocks or power limits.
 """
-import json
 import time
 
 import numpy as np
@@ -102,9 +101,8 @@ def main(path):
             "tflops_median": float(per_iter * r["iters"] * sm / np.median(t) / 1e12),
             "clock_mhz_seen_median": float(np.median(c / t) / 1e6), "nvidia_smi": smi.summary()}
         print(label, "sustained:", out["sustained"][label])
-    out["provenance"] = probe.script_provenance(torch, tool)
-    out["provenance"]["data"] = "torch.randn fp16 (seed 0), a different slice per block"
-    json.dump(out, open(path, "w"), indent=1)
+    probe.write_record(path, torch, tool, out, indent=1,
+                       data="torch.randn fp16 (seed 0), a different slice per block")
 
 
 if __name__ == "__main__":

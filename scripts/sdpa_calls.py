@@ -2,8 +2,8 @@
     python3 scripts/sdpa_calls.py OUT.json
 For the problems where the model misses SDPA flash and cuDNN most (small launches, split-KV, causal N = 1000), each
 call is profiled (torch.profiler) after `measure`'s L2 flush and head start, three times: every GPU activity it
-runs (kernels, memsets, copies: name, category, start, duration and a kernel's launch shape), so that the span from the first activity's
-start to the last one's end can be set beside the call's event time, which is also taken here exactly as
+runs (kernels, memsets, copies: name, category, start, duration and a kernel's launch shape), so that the span
+from the first activity's start to the last one's end can be set beside the call's event time, taken here as
 `measure` takes it (perfmodel.measure.bench.Bencher). An empty kernel (csrc/probe_cold.cu) is profiled and timed
 the same way: the event time of a launch that does nothing, and what the profiler gives it. Diagnosis only: no
 timing here enters the model (the SDPA kernels are predicted with nothing fitted to their timings).
@@ -81,7 +81,7 @@ def main(path):
             row["error"] = str(exc).splitlines()[0]
             rows.append(row)
         del q, k, v
-    probe.write_sdpa_record(path, torch, tool, rows)
+    probe.write_record(path, torch, tool, {"rows": rows}, indent=1, cudnn=torch.backends.cudnn.version())
 
 
 if __name__ == "__main__":

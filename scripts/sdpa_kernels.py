@@ -73,7 +73,7 @@ def main(path):
                                                    x["shared memory"]) for x in row["kernels"]],
                   row["nvidia_smi"]["sm_clock_mhz_median"], flush=True)
             del q, k, v
-    probe.write_sdpa_record(path, torch, tool, rows)
+    probe.write_record(path, torch, tool, {"rows": rows}, indent=1, cudnn=torch.backends.cudnn.version())
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ tiles of 4 and 8 warps, and a few large grids. Each launch is traced five times 
 block's start to last block's end) are the measurement: the recorded event times also hold the host's copy of
 the trace pointer into the module before each launch. Nothing here changes clocks.
 """
-import json
 
 from perfmodel.measure import build, probe
 
@@ -51,8 +50,7 @@ def main(path):
             span = max(reps[-1]["end_ns"]) / 1e3
             print(f"B{B} H{H} N{N} d{d} {Br}x{Bc}/{w}w causal={int(causal)}: {blocks} blocks, span {span:.1f} us, "
                   f"events {min(times):.1f} us, max err {err:.1e}", flush=True)
-    out["provenance"] = probe.script_provenance(torch, tool)
-    json.dump(out, open(path, "w"))
+    probe.write_record(path, torch, tool, out)
 
 
 if __name__ == "__main__":

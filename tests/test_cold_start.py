@@ -118,8 +118,6 @@ def _l2_resident_kernels(gpu):
     for (kernel, params), t in sorted(by.items()):
         kw = dict(x.split("=") for x in params.split())
         problem = {k: (v if k == "dtype" else bool(int(v)) if k == "causal" else int(v)) for k, v in kw.items()}
-        if "warps" in problem:
-            problem["warps"] = int(problem["warps"])
         size = 4 * problem["B"] * problem["H"] * problem["N"] * problem["d"] * 2
         if size <= spec.l2_bytes / 2:
             out.append((kernel, problem, t["zero"] - t["none"]))

@@ -160,13 +160,11 @@ def test_what_a_call_queues_matches_the_preset(backend, kernel):
     """Every profiled call (examples/measurements/h100/sdpa_calls.json, scripts/sdpa_calls.py) runs as many kernels
     as the preset's launches and as many other GPU operations (cuDNN: one memset before its kernel) as its
     queued_ops, in every one of its three profiled calls."""
-    spec = gpu_mod.resolve("h100")
     rows = [r for r in CALLS if r.get("backend") == backend and "calls" in r]
     assert len(rows) >= 8
     for r in rows:
-        k, t = get(kernel), None
         sh = shape_of(r)
-        t = k.resolve(spec, sh, k.default_tiles(sh, spec))
+        spec, k, t = on_h100(kernel, sh)
         c = k.counts(sh, t, k.facts(spec.sm)[0])
         for call in r["calls"]:
             kernels = [a for a in call if a["cat"] == "kernel"]

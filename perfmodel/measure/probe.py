@@ -301,14 +301,14 @@ def profiled_gpu_events(torch, fn) -> list:
         return json.load(open(f.name)).get("traceEvents", [])
 
 
-def write_sdpa_record(path, torch, tool: dict, rows: list) -> None:
-    """Write a script's SDPA record: its rows with the provenance, cuDNN's version included."""
+def write_record(path, torch, tool: dict, record: dict, indent=None, **provenance) -> None:
+    """Write a probe script's record as JSON with its provenance (script_provenance, plus ``provenance``'s
+    entries) under "provenance"."""
     import json
 
-    prov = script_provenance(torch, tool)
-    prov["cudnn"] = torch.backends.cudnn.version()
+    record["provenance"] = {**script_provenance(torch, tool), **provenance}
     with open(path, "w") as f:
-        json.dump({"provenance": prov, "rows": rows}, f, indent=1)
+        json.dump(record, f, indent=indent)
 
 
 def script_provenance(torch, tool: dict, command: str | None = None) -> dict:
