@@ -7,7 +7,7 @@
 #   scripts/gpu_run.sh STEP [MAX_SECONDS]
 #   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | sdpa-fresh | head-start-check
 #         | ncu | ncu-tc | ncu-dram | bench-tc | probe-pipes
-#         | probe-wgmma | probe-dispatch | probe-cold | trace-tc | sdpa-kernels | sdpa-calls | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
+#         | probe-wgmma | probe-dispatch | probe-cold | trace-tc | sdpa-kernels | sdpa-calls | ncu-stalls | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
 #   retime-tc: measure again the fa2_tc rows whose recorded timing was disturbed (measure --retime-unstable)
 #   PACK=1: pack everything under $OUT into $OUT/out.tar.gz at the end (a lent machine returns at most 8 files)
 set -euo pipefail
@@ -65,6 +65,7 @@ case $step in
   trace-tc) python3 scripts/trace_fa2_tc.py "$OUT/fa2_tc_trace.json" ;;
   sdpa-kernels) python3 scripts/sdpa_kernels.py "$OUT/sdpa_kernels.json" ;;
   sdpa-calls) python3 scripts/sdpa_calls.py "$OUT/sdpa_calls.json" ;;
+  ncu-stalls) bash scripts/ncu_sdpa_stalls.sh "$OUT" ;;
   all)
     pm probe --out "$OUT/calibration.yaml"
     measure fa1 examples/grids/$grids-fa1.yaml

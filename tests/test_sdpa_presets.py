@@ -166,11 +166,36 @@ def test_what_a_call_queues_matches_the_preset(backend, kernel):
         sh = shape_of(r)
         spec, k, t = on_h100(kernel, sh)
         c = k.counts(sh, t, k.facts(spec.sm)[0])
+        # kernels queued behind the first (split-KV's combine) are priced as queued operations of the call
+        comps = k.companions(sh, t, k.facts(spec.sm)[0])
         for call in r["calls"]:
             kernels = [a for a in call if a["cat"] == "kernel"]
             others = [a for a in call if a["cat"] != "kernel"]
-            assert len(kernels) == int(np.asarray(c.launches)), (r["N"], [a["name"][:40] for a in kernels])
-            assert len(others) == int(np.asarray(c.queued_ops)), (r["N"], [a["name"] for a in others])
+            assert len(kernels) == int(np.asarray(c.launches)) + len(comps), (r["N"], [a["name"][:40] for a in kernels])
+            assert len(others) == int(np.asarray(c.queued_ops)) - len(comps), (r["N"], [a["name"] for a in others])
+            for comp, a in zip(comps, kernels[1:]):       # each companion as the profiler saw its launch
+                assert "combine" in a["name"]
+                assert int(np.prod(a["grid"])) == int(np.asarray(comp.launch.grid_blocks))
+                assert int(np.prod(a["block"])) == int(np.asarray(comp.launch.threads))
+                assert a["registers per thread"] == int(np.asarray(comp.launch.regs))
+
+
+def test_combine_instructions_are_the_counters():
+    """The combine kernel's instructions per warp (the preset's COMBINE_INSTRUCTIONS) are Nsight Compute's executed
+    instructions over its warps, at d = 64 and d = 128 (examples/measurements/h100/ncu_stalls, 2 splits)."""
+    k = get("sdpa-flash")
+    for tag, d in (("splitkv_d64", 64), ("splitkv_d128", 128)):
+        path = H100 / "ncu_stalls" / f"ncu_stalls_{tag}.csv"
+        rows = list(csv.DictReader(line for line in open(path) if line.startswith('"')))
+        comb = [r for r in rows if "combine" in r["Kernel Name"]]
+        inst = next(float(r["Metric Value"].replace(",", "")) for r in comb
+                    if r["Metric Name"] == "Executed Instructions")
+        grid = next(int(r["Metric Value"].replace(",", "")) for r in comb if r["Metric Name"] == "Grid Size")
+        sh = AttentionShape(B=1, H=16 if d == 128 else 8, N=512, d=d, dtype="fp16", causal=False)
+        spec, _, t = on_h100("sdpa-flash", sh)
+        (comp,) = k.companions(sh, t, k.facts(spec.sm)[0])
+        assert int(np.asarray(t.splits)) == 2 and int(np.asarray(comp.launch.grid_blocks)) == grid
+        assert inst / (grid * 4) == pytest.approx(k.COMBINE_INSTRUCTIONS, abs=1)
 
 
 def test_queued_op_is_the_probes():

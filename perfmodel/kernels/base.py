@@ -68,6 +68,18 @@ class Launch:
 
 
 @dataclass(frozen=True)
+class Companion:
+    """A kernel a launch runs after its own in the same call (split-KV's combine): its counts and launch shape.
+    Its blocks are timed like any launch's; it is queued behind the first kernel (the first's Counts.queued_ops
+    prices its launch) and finds its inputs in L2 (no cold start of its own). ``key``: whose path costs it uses
+    (a key with no fit: the probe's)."""
+
+    counts: object
+    launch: Launch
+    key: str
+
+
+@dataclass(frozen=True)
 class ArchFacts:
     """What the compiled kernel looks like on one architecture: registers per thread and the instructions per
     loop step beyond the counted ones (read off that architecture's SASS)."""
@@ -148,6 +160,10 @@ class Kernel(ABC):
     def fit_key(self) -> str:
         """Whose fitted path costs this kernel uses (its own, or those of the kernel whose loop forms it shares)."""
         return self.path_costs_from or self.name
+
+    def companions(self, shape: AttentionShape, tiles: Tiles, facts: ArchFacts) -> tuple:
+        """Kernels the call runs after this one (``Companion``s); none for most kernels."""
+        return ()
 
     def resolve(self, gpu, shape: AttentionShape, tiles: Tiles) -> Tiles:
         """The tiles the launch really uses on this GPU. Bundled kernels run what they are given; a library

@@ -136,11 +136,11 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
     # walk the same tiles in step: each load is the first touch of its tile (DRAM). Causal blocks start at their
     # own diagonal tiles: after its first tile, a block finds each tile in L2, fetched by the block it starts at.
     miss_free = np.maximum(tiles_b - 1, 0) * 2 if causal else 0 * tiles_b
-    # split-KV: each split writes its partial O and row statistics in fp32; a second kernel reads them back and
-    # writes O (flash_fwd_splitkv_combine_kernel)
+    # split-KV: each split writes its partial O and row statistics in fp32; a second kernel, queued behind this one,
+    # reads them back and writes O (flash_fwd_splitkv_combine_kernel: the preset's companion times its blocks)
     accum = np.where(splits > 1, splits * N * (d + 1) * 4, 0)
     return Counts(
-        launches=np.where(splits > 1, 2, 1),
+        queued_ops=np.where(splits > 1, 1, 0),
         tensor_fma=tiles_h * 2 * Br * Bc * d,
         exp=tiles_h * Br * Bc + tiles_h * Br, cmp=tiles_h * Br * Bc, add=tiles_h * Br * Bc,
         mul=tiles_h * Br * (Bc + d), fma=0 * N,

@@ -31,6 +31,7 @@ import numpy as np
 from perfmodel.kernels.base import ArchFacts, Kernel, register
 from perfmodel.kernels.common import arr, cdiv
 from perfmodel.kernels.fa2_tc import FA2TC, FA2TCTiles, head_counts_fa2
+from perfmodel.model.counts import Counts
 
 HEAD_DIMS = (32, 64, 96, 128, 160, 192, 224, 256)       # HEADDIM_SWITCH rounds d up to one of these
 
@@ -179,6 +180,39 @@ class SDPAFlash(_SDPA):
     # (exp2f's range check and scaling), the scale FMUL, two FADDs: 7 (136 FMNMX, 136 FSETP, 464 FMUL with 64 of
     # them O's rescale, 256 FADD per warp per 128 x 128 tile of 128 scores a thread)
     elem_fp32 = 7
+
+    # flash_fwd_splitkv_combine_kernel, queued behind a split-KV launch (flash_fwd_launch_template.h,
+    # run_flash_splitkv_fwd): one block of the split kernel's 128 threads per kBlockM query rows, kBlockM = 4 when
+    # the rounded head dim is a multiple of 128, 8 of 64, else 16. Each block reads its rows' log-sum-exps from
+    # every split (a global round trip), reduces them through shared memory (two barriers), then reads and scales
+    # each split's partial O (a round trip per split: the loop over splits is not unrolled) and writes O.
+    # The launch record gives 54 registers (examples/measurements/h100/sdpa_calls.json). Nsight Compute's executed
+    # instructions give 608 per warp at 2 splits, at d = 64 and d = 128 alike (1,244,672 over 2,048 warps and
+    # 4,978,688 over 8,192: examples/measurements/h100/ncu_stalls/ncu_stalls_splitkv_d*.csv). Each further split
+    # adds its loop body, about 10 instructions (a 16-byte load, a shared load, 4 FFMA, address and loop: an
+    # estimate). The warp's instructions mostly wait on one another (ncu: 11.7-13.3 warp cycles per instruction):
+    # each is taken to cost the FP32 pipe's dependent latency on the path (an assumption that prices loads,
+    # shuffles and MUFU work as FP32 steps: the combine's profiled time is about 1.5x what this gives).
+    COMBINE_REGS = 54
+    COMBINE_INSTRUCTIONS = 608
+    COMBINE_PER_SPLIT = 10
+
+    def companions(self, shape, tiles, facts):
+        splits = arr(tiles.splits)
+        if not np.any(splits > 1):
+            return ()
+        from perfmodel.kernels.base import Companion, Launch
+        hd = np.select([arr(shape.d) <= h for h in HEAD_DIMS], HEAD_DIMS, 256)
+        rows = np.where(hd % 128 == 0, 4, np.where(hd % 64 == 0, 8, 16))
+        on = splits > 1
+        grid = np.where(on, cdiv(arr(shape.B) * arr(shape.H) * arr(shape.N), rows), 0)
+        warps = grid * 4
+        inst = np.where(on, self.COMBINE_INSTRUCTIONS + self.COMBINE_PER_SPLIT * (splits - 2), 0)
+        c = Counts(launches=0 * grid, warp_other=warps * inst, path_fp32=inst, path_gmem=np.where(on, 1 + splits, 0),
+                   path_sync=np.where(on, 2, 0))
+        launch = Launch(grid_blocks=grid, threads=np.full(np.shape(grid), 128), smem_bytes=np.zeros(np.shape(grid)),
+                        regs=np.full(np.shape(grid), self.COMBINE_REGS))
+        return (Companion(counts=c, launch=launch, key=f"{self.name}:combine"),)
 
     def preset(self, gpu, d, causal):
         sm = gpu.sm if gpu is not None else "sm_90"

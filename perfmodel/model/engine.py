@@ -63,6 +63,12 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
     mem = memory.traffic(c, shape.heads, launch.grid_blocks, bpsm, gpu.sm_count, cal.l2_effective_bytes)
     t = timing.predict(c, mem, launch.grid_blocks, launch.threads, bpsm, gpu, cal, kernel.fit_key, kernel.serial,
                       kernel.path_pipes, kernel.pipe_p)
+    for comp in kernel.companions(shape, tiles, facts):      # kernels queued after this one (split-KV's combine)
+        cl = comp.launch
+        cb = occupancy.blocks_per_sm(gpu, cl.threads, cl.regs, cl.smem_bytes)
+        cm = memory.traffic(comp.counts, shape.heads, cl.grid_blocks, cb, gpu.sm_count, cal.l2_effective_bytes)
+        t = timing.add(t, timing.predict(comp.counts, cm, cl.grid_blocks, cl.threads, cb, gpu, cal, comp.key,
+                                         cold=False))
     ceil = ceilings(gpu, cal)
     roof = np.maximum(c.flops / ceil.compute_flops(shape.dtype), mem.dram_bytes / ceil.dram_bps)
     grid = np.asarray(launch.grid_blocks)

@@ -24,8 +24,10 @@ of each, and every launch once the cold start: its first global round trip after
 (``Calibration.cold_start_cycles``), and the first round's burst: the bytes its blocks fetch from DRAM before
 they compute (``Counts.burst_*``: their Q tiles and first K/V tiles), at the DRAM bandwidth, with nothing to
 overlap them. The DRAM row (``times_s["dram"]``) holds the rest of the DRAM traffic, which does overlap. A GPU
-operation a call queues beside its kernels (``Counts.queued_ops``: cuDNN's memset) adds what the probe measures
-a second queued operation to cost (``Calibration.queued_op_s``).
+operation a call queues beside its kernels (``Counts.queued_ops``: cuDNN's memset, split-KV's combine kernel) adds
+what the probe measures a second queued operation to cost (``Calibration.queued_op_s``). A queued kernel's blocks
+(``Kernel.companions``) are timed as a launch of their own that finds its inputs in L2 (``cold=False``), and
+``add`` joins the two.
 """
 
 from __future__ import annotations
@@ -100,17 +102,25 @@ def burst_bytes(c: Counts, grid, blocks_per_sm, sm_count: int):
     return np.minimum(own + kv, np.asarray(c.dram_read_once, dtype=float))
 
 
+def add(a: Timing, b: Timing) -> Timing:
+    """Two kernels of one call, one after the other: their times add, resource by resource; the bound is the
+    first's (the larger kernel's, where a companion is small)."""
+    return Timing(time_s=a.time_s + b.time_s, times_s={k: a.times_s[k] + b.times_s[k] for k in a.times_s},
+                  bound=a.bound)
+
+
 def path_cycles(c: Counts, costs: dict):
     """One block's latency path in cycles."""
     return sum(c.path(f) * costs[f] for f in PATH_FEATURES)
 
 
 def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, cal: Calibration,
-            fit_key: str, serial: tuple = (), path_pipes: tuple = (), pipe_p: float = 0.0) -> Timing:
+            fit_key: str, serial: tuple = (), path_pipes: tuple = (), pipe_p: float = 0.0, cold: bool = True) -> Timing:
     """Seconds for each launch. Computed in float32 (7 significant digits, far below the model's own error),
     which keeps a million-configuration sweep near a second. ``mem``: the DRAM traffic (model.memory);
     ``fit_key``: whose fitted path costs apply (Kernel.fit_key); ``pipe_p`` > 0: the pipes join one another by
-    this p-norm before they join the path (Kernel.pipe_p)."""
+    this p-norm before they join the path (Kernel.pipe_p); ``cold=False``: a kernel queued behind another in the
+    same call, which finds its inputs in L2 (no cold start)."""
     f32 = np.float32
     grid = np.asarray(grid_blocks, dtype=f32)
     bpsm = np.asarray(blocks_per_sm).astype(f32)
@@ -226,14 +236,14 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     times = {k: (full_rounds * parts_f[k] + parts_l[k]) / clock for k in parts_f}
     times["latency"] = (full_rounds + (last > 0)) * lat / clock
     for res in CHIP_RESOURCES:
-        times[res.name] = (res.work(c, mem) / res.rate(cal)).astype(f32)
+        times[res.name] = np.asarray(res.work(c, mem) / res.rate(cal), dtype=f32)
     burst = burst_bytes(c, grid, bpsm_safe, gpu.sm_count)
     times["dram"] = np.maximum(times["dram"] - burst / cal.dram_bw_bps, 0).astype(f32)
     launches = np.asarray(c.launches, dtype=float)
     # what every launch adds: the empty kernel's event time per kernel, and once the first global round trip after
     # the timing's L2 flush, which every block of the first round waits out together (nothing overlaps it), with
     # the bytes that round's blocks fetch before they compute (their burst), at the DRAM bandwidth
-    per_launch = (cal.launch_overhead_s * launches + cal.cold_start_cycles / float(clock)
+    per_launch = (cal.launch_overhead_s * launches + (cal.cold_start_cycles / float(clock) if cold else 0.0)
                   + burst / cal.dram_bw_bps + cal.queued_op_s * np.asarray(c.queued_ops, dtype=float))
     total = _pnorm([sm_time] + [times[r.name] for r in CHIP_RESOURCES], cal.overlap_p) + per_launch
     best = np.zeros(np.shape(total), dtype=np.int8)
