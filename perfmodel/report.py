@@ -100,6 +100,11 @@ def prediction_dict(pred) -> dict:
         "times_s": {k: _f(v) for k, v in t.times_s.items()},
         "bound": str(np.asarray(t.bound)),
         "roofline_time_s": _f(pred.roofline_time_s),
+        # kernels the call queues behind this one (split-KV's combine), their time included in time_s
+        "queued_kernels": [{"kernel": key, "grid_blocks": int(_f(cl.grid_blocks)),
+                            "threads_per_block": int(_f(cl.threads)), "regs_per_thread": int(_f(cl.regs)),
+                            "blocks_per_sm": int(_f(cb)), "time_s": _f(ts)}
+                           for key, cl, cb, ts in pred.companions if _f(cl.grid_blocks) > 0],
     }
 
 
@@ -141,6 +146,10 @@ def render_prediction(console: Console, d: dict) -> None:
         console.print(f"launch: {L['grid_blocks']} blocks × {L['threads_per_block']} threads, "
                       f"{L['smem_bytes_per_block']} B shared, {L['regs_per_thread']} regs/thread → "
                       f"{L['blocks_per_sm']} blocks/SM, {L['waves']:.3g} waves, {L['warps_per_sm']:.3g} warps/SM")
+    for q in d.get("queued_kernels", ()):
+        console.print(f"then {q['kernel']}: {q['grid_blocks']} blocks × {q['threads_per_block']} threads, "
+                      f"{q['regs_per_thread']} regs/thread → {q['blocks_per_sm']} blocks/SM, {si(q['time_s'], 's')} "
+                      f"(in the time below)")
     times = Table(show_edge=False)
     times.add_column("resource")
     times.add_column("time alone", justify="right")

@@ -174,3 +174,17 @@ def test_fit_refuses_a_library_kernel(tmp_path, kernel):
                                   "--calibration", str(cal)])
     assert r.exit_code == 2 and "nothing is fitted to its timings" in r.stderr
     assert cal.read_text() == before
+
+
+def test_predict_names_a_queued_combine_kernel():
+    """A split-KV flash launch (a small grid) reports the combine kernel it queues, in the table and in --json, its
+    time inside the total; a launch that fills the GPU queues none."""
+    small = ["predict", "--gpu", "h100", "--kernel", "sdpa-flash", "--B", "1", "--H", "16", "--N", "512", "--d", "128",
+             "--dtype", "fp16"]
+    code, out, _ = run(small)
+    assert code == 0 and "then sdpa-flash:combine: 2048 blocks × 128 threads" in out
+    d = json.loads(run(small + ["--json"])[1])
+    (q,) = d["queued_kernels"]
+    assert q["grid_blocks"] == 2048 and 0 < q["time_s"] < d["time_s"]
+    big = json.loads(run([("16" if a == "1" else a) for a in small] + ["--json"])[1])      # B = 16: no split
+    assert big["params"]["B"] == 16 and big["queued_kernels"] == []

@@ -38,6 +38,7 @@ class Prediction:
     timing: timing.Timing
     ceilings: Ceilings
     roofline_time_s: np.ndarray
+    companions: tuple = ()       # kernels queued behind this one: (key, Launch, blocks per SM, seconds), in time_s
     path_costs: str = "spec"     # where the latency-path costs come from: 'fitted' (training split), 'probe', 'spec'
     constants: str = ""          # where all the constants come from, in words (calibration.describe)
     notes: tuple = ()
@@ -63,12 +64,14 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
     mem = memory.traffic(c, shape.heads, launch.grid_blocks, bpsm, gpu.sm_count, cal.l2_effective_bytes)
     t = timing.predict(c, mem, launch.grid_blocks, launch.threads, bpsm, gpu, cal, kernel.fit_key, kernel.serial,
                       kernel.path_pipes, kernel.pipe_p)
+    queued = []
     for comp in kernel.companions(shape, tiles, facts):      # kernels queued after this one (split-KV's combine)
         cl = comp.launch
         cb = occupancy.blocks_per_sm(gpu, cl.threads, cl.regs, cl.smem_bytes)
         cm = memory.traffic(comp.counts, shape.heads, cl.grid_blocks, cb, gpu.sm_count, cal.l2_effective_bytes)
-        t = timing.add(t, timing.predict(comp.counts, cm, cl.grid_blocks, cl.threads, cb, gpu, cal, comp.key,
-                                         cold=False))
+        tc = timing.predict(comp.counts, cm, cl.grid_blocks, cl.threads, cb, gpu, cal, comp.key, cold=False)
+        t = timing.add(t, tc)
+        queued.append((comp.key, cl, cb, tc.time_s))
     ceil = ceilings(gpu, cal)
     roof = np.maximum(c.flops / ceil.compute_flops(shape.dtype), mem.dram_bytes / ceil.dram_bps)
     grid = np.asarray(launch.grid_blocks)
@@ -77,6 +80,6 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
         kernel=kernel.name, gpu=gpu, calibration=cal, shape=shape, tiles=tiles, counts=c, launch=launch,
         blocks_per_sm=bpsm, waves=occupancy.waves(gpu, grid, bpsm),
         warps_per_sm=np.minimum(bpsm, np.ceil(grid / gpu.sm_count)) * warps_per_block,
-        traffic=mem, timing=t, ceilings=ceil, roofline_time_s=roof,
+        traffic=mem, timing=t, ceilings=ceil, roofline_time_s=roof, companions=tuple(queued),
         path_costs="fitted" if cal.fitted(kernel.fit_key) else cal.basis,
         constants=cal.describe(kernel.fit_key, kernel.name), notes=(note,) if note else ())
