@@ -180,22 +180,44 @@ def test_what_a_call_queues_matches_the_preset(backend, kernel):
                 assert a["registers per thread"] == int(np.asarray(comp.launch.regs))
 
 
+def ncu_details(tag):
+    """The rows of a committed Nsight Compute details export (examples/measurements/h100/ncu_stalls)."""
+    path = H100 / "ncu_stalls" / f"ncu_stalls_{tag}.csv"
+    return list(csv.DictReader(line for line in open(path) if line.startswith('"')))
+
+
+def ncu_metric(rows, name, kernel=""):
+    """A metric's value (first match) in rows of ncu_details, of the first kernel whose name contains ``kernel``."""
+    return next(float(r["Metric Value"].replace(",", "")) for r in rows
+                if r["Metric Name"] == name and kernel in r["Kernel Name"])
+
+
 def test_combine_instructions_are_the_counters():
     """The combine kernel's instructions per warp (the preset's COMBINE_INSTRUCTIONS) are Nsight Compute's executed
     instructions over its warps, at d = 64 and d = 128 (examples/measurements/h100/ncu_stalls, 2 splits)."""
     k = get("sdpa-flash")
     for tag, d in (("splitkv_d64", 64), ("splitkv_d128", 128)):
-        path = H100 / "ncu_stalls" / f"ncu_stalls_{tag}.csv"
-        rows = list(csv.DictReader(line for line in open(path) if line.startswith('"')))
-        comb = [r for r in rows if "combine" in r["Kernel Name"]]
-        inst = next(float(r["Metric Value"].replace(",", "")) for r in comb
-                    if r["Metric Name"] == "Executed Instructions")
-        grid = next(int(r["Metric Value"].replace(",", "")) for r in comb if r["Metric Name"] == "Grid Size")
+        rows = ncu_details(tag)
+        inst = ncu_metric(rows, "Executed Instructions", "combine")
+        grid = int(ncu_metric(rows, "Grid Size", "combine"))
         sh = AttentionShape(B=1, H=16 if d == 128 else 8, N=512, d=d, dtype="fp16", causal=False)
         spec, _, t = on_h100("sdpa-flash", sh)
         (comp,) = k.companions(sh, t, k.facts(spec.sm)[0])
         assert int(np.asarray(t.splits)) == 2 and int(np.asarray(comp.launch.grid_blocks)) == grid
         assert inst / (grid * 4) == pytest.approx(k.COMBINE_INSTRUCTIONS, abs=1)
+
+
+def test_ragged_causal_flash_waits_on_instruction_fetch():
+    """What README Known gaps says of flash's causal launch at N = 1000 (B32 H16 d64), held to the committed
+    counters: it executes about as many instructions as at N = 1024 yet takes 1.3x the warp cycles per
+    instruction, and only its report carries ncu's instruction-fetch (instruction cache) stall warning."""
+    ragged, even, plain = (ncu_details(t) for t in ("ragged_causal", "even_causal", "ragged_noncausal"))
+    cpi = [ncu_metric(r, "Warp Cycles Per Issued Instruction") for r in (ragged, even)]
+    inst = [ncu_metric(r, "Executed Instructions") for r in (ragged, even)]
+    assert cpi[0] > 1.3 * cpi[1] and inst[0] < 1.15 * inst[1]
+    fetch = [any("instruction cache miss" in (r.get("Rule Description") or "") for r in rows)
+             for rows in (ragged, even, plain)]
+    assert fetch == [True, False, False]
 
 
 def test_queued_op_is_the_probes():
