@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfmodel.kernels.base import ArchFacts, Kernel, register
+from perfmodel.kernels.base import ArchFacts, Companion, Kernel, Launch, register
 from perfmodel.kernels.common import arr, cdiv
 from perfmodel.kernels.fa2_tc import FA2TC, FA2TCTiles, head_counts_fa2
 from perfmodel.model.counts import Counts
@@ -201,7 +201,6 @@ class SDPAFlash(_SDPA):
         splits = arr(tiles.splits)
         if not np.any(splits > 1):
             return ()
-        from perfmodel.kernels.base import Companion, Launch
         hd = np.select([arr(shape.d) <= h for h in HEAD_DIMS], HEAD_DIMS, 256)
         rows = np.where(hd % 128 == 0, 4, np.where(hd % 64 == 0, 8, 16))
         on = splits > 1
