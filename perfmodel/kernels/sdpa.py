@@ -36,9 +36,14 @@ from perfmodel.model.counts import Counts
 HEAD_DIMS = (32, 64, 96, 128, 160, 192, 224, 256)       # HEADDIM_SWITCH rounds d up to one of these
 
 
+def rounded_head_dim(d):
+    """The head dimension FlashAttention-2 compiles for ``d`` (HEADDIM_SWITCH), vectorised."""
+    return np.select([arr(d) <= h for h in HEAD_DIMS], HEAD_DIMS, 256)
+
+
 def fa2_preset(d: int, causal: bool, sm: str, smem_optin: int, smem_per_sm: int) -> tuple[int, int, int]:
     """(Br, Bc, warps) of FlashAttention-2's forward kernel (no dropout), as run_mha_fwd_hdim* choose them."""
-    hd = next((h for h in HEAD_DIMS if d <= h), 256)
+    hd = int(rounded_head_dim(d))
     sm8x = sm.startswith("sm_8") and sm != "sm_80"
     if hd in (32, 64):
         return 128, 128, 4
@@ -193,6 +198,7 @@ class SDPAFlash(_SDPA):
     # estimate). The warp's instructions mostly wait on one another (ncu: 11.7-13.3 warp cycles per instruction):
     # each is taken to cost the FP32 pipe's dependent latency on the path (an assumption that prices loads,
     # shuffles and MUFU work as FP32 steps: the combine's profiled time is about 1.5x what this gives).
+    COMBINE_THREADS = 128
     COMBINE_REGS = 54
     COMBINE_INSTRUCTIONS = 608
     COMBINE_PER_SPLIT = 10
@@ -201,16 +207,16 @@ class SDPAFlash(_SDPA):
         splits = arr(tiles.splits)
         if not np.any(splits > 1):
             return ()
-        hd = np.select([arr(shape.d) <= h for h in HEAD_DIMS], HEAD_DIMS, 256)
+        hd = rounded_head_dim(shape.d)
         rows = np.where(hd % 128 == 0, 4, np.where(hd % 64 == 0, 8, 16))
         on = splits > 1
         grid = np.where(on, cdiv(arr(shape.B) * arr(shape.H) * arr(shape.N), rows), 0)
-        warps = grid * 4
+        warps = grid * (self.COMBINE_THREADS // 32)
         inst = np.where(on, self.COMBINE_INSTRUCTIONS + self.COMBINE_PER_SPLIT * (splits - 2), 0)
         c = Counts(launches=0 * grid, warp_other=warps * inst, path_fp32=inst, path_gmem=np.where(on, 1 + splits, 0),
                    path_sync=np.where(on, 2, 0))
-        launch = Launch(grid_blocks=grid, threads=np.full(np.shape(grid), 128), smem_bytes=np.zeros(np.shape(grid)),
-                        regs=np.full(np.shape(grid), self.COMBINE_REGS))
+        launch = Launch(grid_blocks=grid, threads=np.full(np.shape(grid), self.COMBINE_THREADS),
+                        smem_bytes=np.zeros(np.shape(grid)), regs=np.full(np.shape(grid), self.COMBINE_REGS))
         return (Companion(counts=c, launch=launch, key=f"{self.name}:combine"),)
 
     def preset(self, gpu, d, causal):
