@@ -60,18 +60,20 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
     tiles = kernel.resolve(gpu, shape, tiles)
     launch = kernel.launch(shape, tiles, gpu.sm, regs=regs)
     c = kernel.counts(shape, tiles, facts)
-    bpsm = occupancy.blocks_per_sm(gpu, launch.threads, launch.regs, launch.smem_bytes)
-    mem = memory.traffic(c, shape.heads, launch.grid_blocks, bpsm, gpu.sm_count, cal.l2_effective_bytes)
-    t = timing.predict(c, mem, launch.grid_blocks, launch.threads, bpsm, gpu, cal, kernel.fit_key, kernel.serial,
-                      kernel.path_pipes, kernel.pipe_p)
+
+    def timed(counts, ln: Launch, key, **kw):
+        """(blocks per SM, DRAM traffic, Timing) of one kernel's launch."""
+        b = occupancy.blocks_per_sm(gpu, ln.threads, ln.regs, ln.smem_bytes)
+        m = memory.traffic(counts, shape.heads, ln.grid_blocks, b, gpu.sm_count, cal.l2_effective_bytes)
+        return b, m, timing.predict(counts, m, ln.grid_blocks, ln.threads, b, gpu, cal, key, **kw)
+
+    bpsm, mem, t = timed(c, launch, kernel.fit_key, serial=kernel.serial, path_pipes=kernel.path_pipes,
+                         pipe_p=kernel.pipe_p)
     queued = []
     for comp in kernel.companions(shape, tiles, facts):      # kernels queued after this one (split-KV's combine)
-        cl = comp.launch
-        cb = occupancy.blocks_per_sm(gpu, cl.threads, cl.regs, cl.smem_bytes)
-        cm = memory.traffic(comp.counts, shape.heads, cl.grid_blocks, cb, gpu.sm_count, cal.l2_effective_bytes)
-        tc = timing.predict(comp.counts, cm, cl.grid_blocks, cl.threads, cb, gpu, cal, comp.key, cold=False)
+        cb, _, tc = timed(comp.counts, comp.launch, comp.key, cold=False)
         t = timing.add(t, tc)
-        queued.append((comp.key, cl, cb, tc.time_s))
+        queued.append((comp.key, comp.launch, cb, tc.time_s))
     ceil = ceilings(gpu, cal)
     roof = np.maximum(c.flops / ceil.compute_flops(shape.dtype), mem.dram_bytes / ceil.dram_bps)
     grid = np.asarray(launch.grid_blocks)
