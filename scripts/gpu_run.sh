@@ -7,7 +7,8 @@
 #   scripts/gpu_run.sh STEP [MAX_SECONDS]
 #   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | sdpa-fresh | head-start-check
 #         | ncu | ncu-tc | ncu-dram | bench-tc | probe-pipes
-#         | probe-wgmma | probe-dispatch | probe-cold | trace-tc | sdpa-kernels | sdpa-calls | ncu-stalls | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
+#         | probe-wgmma | probe-dispatch | probe-cold | trace-tc | sdpa-kernels | sdpa-calls | ncu-stalls
+#         | ncu-sdpa-sass | ncu-flash-sass | probe-icache | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
 #   retime-tc: measure again the fa2_tc rows whose recorded timing was disturbed (measure --retime-unstable)
 #   PACK=1: pack everything under $OUT into $OUT/out.tar.gz at the end (a lent machine returns at most 8 files)
 set -euo pipefail
@@ -66,6 +67,15 @@ case $step in
   sdpa-kernels) python3 scripts/sdpa_kernels.py "$OUT/sdpa_kernels.json" ;;
   sdpa-calls) python3 scripts/sdpa_calls.py "$OUT/sdpa_calls.json" ;;
   ncu-stalls) bash scripts/ncu_sdpa_stalls.sh "$OUT" ;;
+  ncu-sdpa-sass) bash scripts/ncu_sdpa_sass.sh "$OUT" ;;
+  ncu-flash-sass)     # flash's causal launches, ragged (N = 1000) and even (N = 1024), and ragged non-causal
+    mkdir -p "$OUT/flash_sass"
+    bash scripts/ncu_sdpa_sass.sh "$OUT/flash_sass" FLASH_ATTENTION:flash_fwd_kernel:32:16:1000:64:1:ragged_causal_d64 \
+      FLASH_ATTENTION:flash_fwd_kernel:32:16:1024:64:1:even_causal_d64 \
+      FLASH_ATTENTION:flash_fwd_kernel:32:16:1000:64:0:ragged_noncausal_d64 \
+      FLASH_ATTENTION:flash_fwd_kernel:32:16:1000:128:1:ragged_causal_d128 \
+      FLASH_ATTENTION:flash_fwd_kernel:32:16:1024:128:1:even_causal_d128 ;;
+  probe-icache) python3 scripts/probe_icache.py "$OUT/icache.json" ;;
   all)
     pm probe --out "$OUT/calibration.yaml"
     measure fa1 examples/grids/$grids-fa1.yaml

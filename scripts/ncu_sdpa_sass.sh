@@ -1,28 +1,33 @@
 #!/usr/bin/env bash
 # The SASS of the kernels PyTorch's SDPA backends run (cuDNN's are generated at run time, so no file holds them),
-# with Nsight Compute's per-instruction execution counts, for one problem each: what the presets in
-# perfmodel/kernels/sdpa.py assume about their loop nest, read off the instructions. Counters only; clocks are left
-# alone (--clock-control none).
-#   scripts/ncu_sdpa_sass.sh OUT
+# with Nsight Compute's per-instruction execution counts and warp-stall samples, one problem each: what the presets
+# in perfmodel/kernels/sdpa.py assume about their loop nest, and how large their hot loops are, read off the
+# instructions. Counters only; clocks are left alone (--clock-control none).
+#   scripts/ncu_sdpa_sass.sh OUT [SPEC ...]     SPEC: BACKEND:KERNEL_REGEX:B:H:N:d:CAUSAL:TAG
+# Default SPECs: cuDNN d 128 and d 64 and flash d 64, B=1 H=16 N=4096 fp16 non-causal (OUT/sdpa_sass.tar.gz).
+# The step ncu-flash-sass passes flash's causal launches at N = 1000 (ragged) and 1024 (even), d 64 and 128.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-out}
+shift || true
 mkdir -p "$OUT"
+specs=("$@")
+[ ${#specs[@]} -eq 0 ] && specs=("CUDNN_ATTENTION:cudnn:1:16:4096:128:0:cudnn_d128" \
+  "CUDNN_ATTENTION:cudnn:1:16:4096:64:0:cudnn_d64" "FLASH_ATTENTION:flash_fwd_kernel:1:16:4096:64:0:flash_d64")
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
-for spec in "CUDNN_ATTENTION:cudnn:128" "CUDNN_ATTENTION:cudnn:64" "FLASH_ATTENTION:flash_fwd_kernel:64"; do
-  IFS=: read -r backend regex d <<< "$spec"
-  tag=$(echo "$backend" | cut -d_ -f1 | tr A-Z a-z)_d$d
-  cmd="import torch; from torch.nn.attention import SDPBackend, sdpa_kernel
-q, k, v = (torch.randn(1, 16, 4096, $d, device='cuda', dtype=torch.float16) for _ in range(3))
-for _ in range(2):
-    with sdpa_kernel([SDPBackend.$backend]):
-        torch.nn.functional.scaled_dot_product_attention(q, k, v)
-torch.cuda.synchronize()"
-  echo "$NCU --clock-control none --kernel-name regex:$regex --launch-skip 1 --launch-count 1 --section SourceCounters --section LaunchStats --section SpeedOfLight --section InstructionStats -o /tmp/$tag python3 -c <B=1 H=16 N=4096 d=$d fp16 non-causal, $backend>" >> "$OUT/ncu_sass_command.txt"
-  "$NCU" --clock-control none --kernel-name "regex:$regex" --launch-skip 1 --launch-count 1 --section SourceCounters \
-    --section LaunchStats --section SpeedOfLight --section InstructionStats -f -o "/tmp/$tag" python3 -c "$cmd" > "$OUT/ncu_$tag.log" 2>&1 || true
+sections="--section SourceCounters --section LaunchStats --section SpeedOfLight --section InstructionStats"
+tags=()
+for spec in "${specs[@]}"; do
+  IFS=: read -r backend regex B H N d causal tag <<< "$spec"
+  tags+=("$tag")
+  # the first call's kernel is skipped: the second call's is profiled
+  echo "$NCU --clock-control none --kernel-name regex:$regex --launch-skip 1 --launch-count 1 $sections -o /tmp/$tag \
+python3 scripts/sdpa_once.py $backend $B $H $N $d $causal" >> "$OUT/ncu_sass_command.txt"
+  "$NCU" --clock-control none --kernel-name "regex:$regex" --launch-skip 1 --launch-count 1 $sections -f -o "/tmp/$tag" \
+    python3 scripts/sdpa_once.py "$backend" "$B" "$H" "$N" "$d" "$causal" > "$OUT/ncu_$tag.log" 2>&1 || true
   "$NCU" -i "/tmp/$tag.ncu-rep" --page source --print-source sass --csv > "/tmp/sass_$tag.csv" 2>&1 || true
   "$NCU" -i "/tmp/$tag.ncu-rep" --page details --csv > "/tmp/details_$tag.csv" 2>&1 || true
 done
-"$NCU" --version | tail -1 >> "$OUT/ncu_sass_command.txt"
-tar -C /tmp -czf "$OUT/sdpa_sass.tar.gz" $(cd /tmp && ls sass_*.csv details_*.csv)
+{ "$NCU" --version | tail -1; nvidia-smi --query-gpu=name,clocks.sm,driver_version --format=csv,noheader;
+  python3 -c "import torch; print('torch', torch.__version__)"; date -u +%FT%TZ; } >> "$OUT/ncu_sass_command.txt"
+tar -C /tmp -czf "$OUT/sdpa_sass.tar.gz" $(for t in "${tags[@]}"; do echo "sass_$t.csv details_$t.csv"; done)

@@ -14,18 +14,12 @@ sections="--section LaunchStats --section Occupancy --section SpeedOfLight --sec
 for spec in "32:16:1000:64:True:ragged_causal" "32:16:1024:64:True:even_causal" "32:16:1000:64:False:ragged_noncausal" \
             "1:16:512:128:False:splitkv_d128" "1:8:512:64:False:splitkv_d64"; do
   IFS=: read -r B H N d causal tag <<< "$spec"
-  cmd="import torch; from torch.nn.attention import SDPBackend, sdpa_kernel
-q, k, v = (torch.randn($B, $H, $N, $d, device='cuda', dtype=torch.float16) for _ in range(3))
-for _ in range(2):
-    with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
-        torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=$causal)
-torch.cuda.synchronize()"
   # the first call's kernels are skipped: one flash kernel, or a split-KV kernel and its combine
   skip=1; [ "${tag#splitkv}" != "$tag" ] && skip=2
   echo "$NCU --clock-control none --kernel-name regex:flash_fwd --launch-skip $skip $sections -o /tmp/stalls_$tag \
-python3 -c <B=$B H=$H N=$N d=$d fp16 causal=$causal, FLASH_ATTENTION, two calls>" >> "$OUT/ncu_stalls_command.txt"
+python3 scripts/sdpa_once.py FLASH_ATTENTION $B $H $N $d $causal" >> "$OUT/ncu_stalls_command.txt"
   "$NCU" --clock-control none --kernel-name regex:flash_fwd --launch-skip $skip $sections -f -o "/tmp/stalls_$tag" \
-    python3 -c "$cmd" > "$OUT/ncu_stalls_$tag.log" 2>&1 || true
+    python3 scripts/sdpa_once.py FLASH_ATTENTION "$B" "$H" "$N" "$d" "$causal" > "$OUT/ncu_stalls_$tag.log" 2>&1 || true
   "$NCU" -i "/tmp/stalls_$tag.ncu-rep" --page details --csv > "$OUT/ncu_stalls_$tag.csv" 2>&1 || true
 done
 # fa2_tc (this project's kernel) over examples/grids/ncu-stalls-fa2_tc.yaml, built first outside the profiler; every

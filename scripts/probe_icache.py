@@ -1,0 +1,57 @@
+"""How fast a warp issues when its SM's hot code outgrows the instruction caches, as JSON.
+
+    python3 scripts/probe_icache.py OUT.json
+
+Builds csrc/probe_icache.cu (its own extension module) and runs straight-line loop bodies of 4 to 128 KiB of SASS
+(FFMAs on eight independent accumulators: nothing but instruction supply and the FP32 pipe limits their issue),
+one block of 4 warps per SM, two blocks per SM running the same body, and two blocks per SM running two distinct
+copies of it (the SM's hot code is then twice the body, as when co-resident blocks of one kernel sit in different
+loops). Each warp reports the clock64 cycles of its passes; cycles per instruction is that over the instructions it
+issued. Shared memory that the kernel never touches sets how many blocks share an SM. Nothing here changes clocks.
+"""
+
+from perfmodel.measure import build, probe
+
+THREADS = 128
+INSTRUCTIONS = 1 << 22          # per warp per launch: ~2-4 ms at one FFMA a clock per scheduler
+MODES = ((1, False), (2, False), (2, True))      # (blocks per SM, two distinct bodies)
+
+
+def main(path):
+    import numpy as np
+
+    torch, tool, ext = build.load_single("probe_icache.cu", "icache")
+    props = torch.cuda.get_device_properties(0)
+    sm = props.multi_processor_count
+    smem_sm = props.shared_memory_per_multiprocessor
+    out = {"sm_count": sm, "threads": THREADS, "instructions_per_warp": INSTRUCTIONS, "runs": []}
+    for bps, two in MODES:
+        smem = (smem_sm // bps - 1024) // 128 * 128 - 1024      # bps blocks fit, bps + 1 do not
+        grid = sm * bps
+        for kb in ext.sizes():
+            per_pass = kb * 1024 // 16                               # FFMAs in one pass of the body
+            iters = max(INSTRUCTIONS // per_pass, 1)
+            counter = torch.zeros(sm, dtype=torch.int32, device="cuda")
+            o = torch.empty(grid * THREADS, device="cuda")
+            cyc = torch.zeros(grid * THREADS // 32, dtype=torch.int64, device="cuda")
+            ext.run(kb, grid, THREADS, smem, 2, two, counter, o, cyc)                   # warm-up
+            counter.zero_()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            ext.run(kb, grid, THREADS, smem, iters, two, counter, o, cyc)
+            end.record()
+            torch.cuda.synchronize()
+            c = cyc.cpu().numpy().astype(float)
+            cpi = c / (iters * per_pass)
+            row = {"body_kib": kb, "blocks_per_sm": bps, "two_bodies": two, "hot_code_kib": kb * (2 if two else 1),
+                   "iters": iters, "cpi_median": float(np.median(cpi)), "cpi_max": float(cpi.max()),
+                   "cpi_min": float(cpi.min()), "event_ms": start.elapsed_time(end),
+                   "blocks_started_per_sm_max": int(counter.max().item())}
+            out["runs"].append(row)
+            print(f"bps {bps} two {int(two)} body {kb:4d} KiB  cycles/instruction {row['cpi_median']:.3f} "
+                  f"(max {row['cpi_max']:.3f})  {row['event_ms']:.2f} ms", flush=True)
+    probe.write_record(path, torch, tool, out)
+
+
+if __name__ == "__main__":
+    probe.run_script(main)

@@ -1,0 +1,68 @@
+"""The instruction-cache evidence README's Known gaps cites for flash's ragged causal launches, held to the committed
+data: the probe's instruction supply at each code footprint (examples/measurements/h100/probe/icache.json,
+scripts/probe_icache.py) and the code size and issue rate of flash's causal launches read off their SASS
+(examples/measurements/h100/flash_sass, scripts/ncu_sdpa_sass.sh via gpu_run.sh's ncu-flash-sass step)."""
+
+import csv
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+H100 = Path(__file__).resolve().parent.parent / "examples" / "measurements" / "h100"
+
+
+def icache_runs():
+    return json.load(open(H100 / "probe" / "icache.json"))["runs"]
+
+
+def cpi(bps, two, kib):
+    """Median cycles per instruction of a warp in the probe's run (blocks per SM, two bodies, body size in KiB)."""
+    (r,) = [r for r in icache_runs() if (r["blocks_per_sm"], r["two_bodies"], r["body_kib"]) == (bps, two, kib)]
+    return r["cpi_median"]
+
+
+def test_probe_finds_two_levels_of_instruction_cache():
+    """One warp per scheduler issues an FFMA a clock while its code fits 32 KiB and 2.4x slower from 40 KiB on.
+    Two blocks per SM in two distinct bodies (the SM's hot code twice the body) keep the two-warp pace (2 cycles
+    each) up to 2 x 16 KiB, take 4.5 cycles from 2 x 24 to 2 x 60 KiB (a second level holding about 128 KiB, which
+    supplies 2 / 4.5 = 0.44 instructions a clock per scheduler), and 7.6 cycles from 2 x 80 KiB (0.26 a clock)."""
+    assert all(cpi(1, False, k) < 1.2 for k in (4, 8, 16, 24, 32))
+    assert all(2.3 < cpi(1, False, k) < 2.6 for k in (40, 48, 64, 96, 128))
+    assert all(cpi(2, True, k) < 2.2 for k in (4, 8, 16))
+    assert all(4.3 < cpi(2, True, k) < 4.8 for k in (24, 32, 48, 56, 60, 64))
+    assert all(7.3 < cpi(2, True, k) < 8.0 for k in (80, 96, 128))
+    # the same body in both blocks: fetched lines serve both, so the second level costs little
+    assert all(cpi(2, False, k) < 2.4 for k in (40, 64, 96))
+
+
+def flash_launch(tag):
+    """(code KiB, executed warp instructions per scheduler-cycle, share of stall samples waiting on an instruction
+    fetch) of one profiled flash launch (B32 H16 fp16, examples/measurements/h100/flash_sass)."""
+    with tarfile.open(H100 / "flash_sass" / "sdpa_sass.tar.gz") as tar:
+        sass = tar.extractfile(f"sass_{tag}.csv").read().decode()
+        details = tar.extractfile(f"details_{tag}.csv").read().decode()
+    rows = list(csv.reader(io.StringIO(sass)))
+    h = rows[1]
+    addr, samples, no_inst = h.index("Address"), h.index("Warp Stall Sampling (All Samples)"), h.index("stall_no_inst")
+    body = [r for r in rows[2:] if len(r) > no_inst and r[addr].startswith("0x")]
+    fetch = sum(int(r[no_inst]) for r in body) / sum(int(r[samples]) for r in body)
+    metric = {r["Metric Name"]: float(r["Metric Value"].replace(",", ""))
+              for r in csv.DictReader(line for line in io.StringIO(details) if line.startswith('"'))
+              if r["Metric Value"].replace(",", "").replace(".", "").isdigit()}
+    issue = metric["Executed Instructions"] / (metric["SM Active Cycles"] * 132 * 4)
+    return len(body) * 16 / 1024, issue, fetch
+
+
+@pytest.mark.parametrize("d", [64, 128])
+def test_ragged_causal_flash_outgrows_the_second_level(d):
+    """The ragged causal instantiation (Is_even_MN = false: two unrolled masking steps) carries 116-125 KiB of code,
+    the even one 70-84 KiB. The even launches issue at the probe's second-level supply (0.44-0.48 instructions a
+    clock per scheduler); the ragged ones below it (0.35-0.39), between it and the L2's 0.26, with far more of their
+    stall samples waiting on an instruction fetch."""
+    ragged, even = flash_launch(f"ragged_causal_d{d}"), flash_launch(f"even_causal_d{d}")
+    assert 110 < ragged[0] < 130 and 65 < even[0] < 90
+    assert 0.43 < even[1] < 0.50 and 0.33 < ragged[1] < 0.40
+    assert ragged[2] > 0.2 and ragged[2] > 2.5 * even[2]
