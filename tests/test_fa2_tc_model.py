@@ -215,6 +215,40 @@ def test_tile_loads_on_the_path_miss_l2_in_step_and_hit_it_along_the_diagonal():
     assert float(causal.path_load) == pytest.approx(2 * tiles_mean - 2)
 
 
+
+def test_later_rounds_find_their_tiles_in_l2():
+    """Only the first round's blocks of a head start together: fa2_tc prices the in-step misses in the first round
+    and the same loads as hits in later rounds (Counts.later_miss_share = 0). A launch of one round is priced as
+    if every round missed; a launch of many rounds is faster than that, by at most the miss-hit difference of
+    the later rounds' loads."""
+    import dataclasses
+
+    from perfmodel.hw import calibration, gpu
+    from perfmodel.model import engine, timing
+    from perfmodel.shape import make_shape
+
+    spec = gpu.resolve("h100")
+    cal = calibration.resolve(spec)
+    k = get("fa2_tc")
+    costs = cal.path_costs("fa2_tc")
+    assert costs["load_miss"] > costs["load"]
+    tiles = fa2_tc.FA2TCTiles(128, 64, 4)
+    for B, many in ((1, False), (32, True)):            # 128 blocks (one round) and 4096 (16 rounds of 2 per SM)
+        shape = make_shape(B, 16, 1024, 128, "fp16", False)
+        p = engine.evaluate(spec, k, shape, tiles, cal)
+        c = p.counts
+        assert float(c.later_miss_share) == 0
+        missing = dataclasses.replace(c, later_miss_share=np.ones_like(c.later_miss_share))
+        t_all = timing.predict(missing, p.traffic, p.launch.grid_blocks, p.launch.threads, p.blocks_per_sm, spec,
+                               cal, k.fit_key, k.serial, k.path_pipes, k.pipe_p).time_s
+        if not many:
+            assert float(p.time_s) == pytest.approx(float(t_all))
+        else:
+            rounds = math.ceil(float(p.launch.grid_blocks) / (spec.sm_count * int(p.blocks_per_sm)))
+            assert rounds > 1
+            bound = (rounds - 1) * float(c.path_load_miss) * (costs["load_miss"] - costs["load"]) / spec.clock_hz
+            assert 0 < float(t_all) - float(p.time_s) <= bound
+
 def test_split_kv_pays_for_its_combine_kernel():
     """FlashAttention-2's split-KV path queues a second kernel that reads the splits' fp32 partial outputs back:
     a queued operation and that kernel's own blocks (the preset's companion), and the partials' L2 traffic, where

@@ -132,9 +132,10 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
     # causal: consecutive Q tiles differ by Br/Bc key tiles (a split block by its share of that); split-KV
     # launches dispatch a head's Q tiles once per split, so the pattern repeats every qblocks_h blocks
     step = (Br / Bc / splits / tiles_b) * (-1 if heavy_first else 1) if causal else 0 * N
-    # K/V loads a block waits on each tile (single-buffered). Without a mask a head's blocks start together and
-    # walk the same tiles in step: each load is the first touch of its tile (DRAM). Causal blocks start at their
-    # own diagonal tiles: after its first tile, a block finds each tile in L2, fetched by the block it starts at.
+    # K/V loads a block waits on each tile (single-buffered). Without a mask the first round's blocks of a head start
+    # together and walk the same tiles in step: each load is the first touch of its tile (DRAM). Causal blocks start
+    # at their own diagonal tiles: after its first tile, a block finds each tile in L2, fetched by the block it
+    # starts at. Blocks of later rounds find their tiles in L2 (later_miss_share below).
     miss_free = np.maximum(tiles_b - 1, 0) * 2 if causal else 0 * tiles_b
     # split-KV: each split writes its partial O and row statistics in fp32; a second kernel, queued behind this one,
     # reads them back and writes O (flash_fwd_splitkv_combine_kernel: the preset's companion times its blocks)
@@ -157,6 +158,9 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
         path_mma=tiles_b * (KQ + KP), path_fp32=tiles_b * (4 * NS + 4), path_shfl=tiles_b * 2,
         path_sfu=tiles_b * 2, path_sync=tiles_b * 2 + 1, path_gmem=1 + 0 * N,
         path_load=miss_free, path_load_miss=tiles_b * 2 - miss_free,
+        # after the first round a head's blocks no longer start together: the blocks dispatched before a block (of
+        # its head, and heavy first, causal's heavier ones) have fetched its tiles, which it finds in L2
+        later_miss_share=0 * tiles_b,
         block_spread=spread, head_blocks=qblocks_h, block_step=step,
         # before its first tile a block waits on its Q tile and its first K and V tiles. Without a mask every block
         # of a head (of a split) starts at the same key tile; causal blocks start at their diagonal tiles, which

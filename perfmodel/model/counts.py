@@ -104,9 +104,13 @@ class Counts:
     path_sync: object = 0
     path_mma: object = 0
     path_shfl: object = 0
+    # the share of path_load_miss that still misses for blocks dispatched after the first round (1: as in the first);
+    # the rest are found in L2, fetched by a block of the same head dispatched before them (timing: later rounds)
+    later_miss_share: object = 1
 
     # fields that describe the launch's blocks, not amounts: they neither add (the larger holds) nor scale
-    RATIOS = ("block_spread", "head_blocks", "block_step", "launches", "queued_ops", "burst_sharers")
+    RATIOS = ("block_spread", "head_blocks", "block_step", "launches", "queued_ops", "burst_sharers",
+              "later_miss_share")
     # amounts per head or per block: a launch's counts keep them as one head's (Kernel.counts)
     UNSCALED = ("reuse_live_bytes", "burst_own_bytes", "burst_kv_bytes")
 

@@ -6,7 +6,8 @@ A round of r blocks costs
     throughput: each row of SM_RESOURCES, the cycles its work needs (pipes usable only on the SM
                 sub-partitions that have warps: min(warps, 4) / 4);
     latency:    one block's critical path (its slowest warp): the path features of Counts, each times its
-                cost in cycles (calibration.path_costs);
+                cost in cycles (calibration.path_costs); in rounds after the first, the loads that missed L2
+                in the first may hit (``Counts.later_miss_share``);
 
 joined by a p-norm, (sum t^p)^(1/p): with few warps the path dominates, with many the pipes do, and in between
 both count. A kernel whose pipes were measured together (``Kernel.pipe_p``: the pipe-mix probe's p) joins them by
@@ -170,15 +171,21 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
             parts = [_pnorm(parts, pipe_p)]
         return _pnorm(parts if path_serial else [*parts, path], p_sm)
 
-    def round_cycles(r):
+    # the blocks of later rounds: the loads that miss in the first round (Counts.later_miss_share of them still do)
+    # are found in L2, at the cost of a hit
+    later_hits = c.path_load_miss * (1 - np.asarray(c.later_miss_share, dtype=f32))
+    lat_later = (lat - later_hits * np.maximum(costs["load_miss"] - costs["load"], 0)).astype(f32)
+
+    def round_cycles(r, path=lat):
         t = thr_cycles(r)
         active = r > 0
-        total = join(t, lat)
+        total = join(t, path)
         return np.where(active, total, f32(0)), {k: np.where(active, v, f32(0)) for k, v in t.items()}
 
     tf, parts_f = round_cycles(r_full)
-    tl, parts_l = round_cycles(last)
-    sm_cycles = full_rounds * tf + tl
+    tf_later, _ = round_cycles(r_full, lat_later)
+    tl, parts_l = round_cycles(last, np.where(full_rounds > 0, lat_later, lat))
+    sm_cycles = np.where(full_rounds > 0, tf + (full_rounds - 1) * tf_later, 0) + tl
     # uneven blocks (causal): the rounds above spread the launch's work evenly over the SMs; two bounds add what
     # that misses. Blocks are dispatched in order, block j of a round to SM j mod SMs, each head's blocks one after
     # another with work changing by ``block_step`` (of the mean) per block.
@@ -234,7 +241,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     clock = f32(gpu.clock_hz)
     sm_time = sm_cycles / clock
     times = {k: (full_rounds * parts_f[k] + parts_l[k]) / clock for k in parts_f}
-    times["latency"] = (full_rounds + (last > 0)) * lat / clock
+    times["latency"] = (lat + np.maximum(full_rounds + (last > 0) - 1, 0) * lat_later) / clock
     for res in CHIP_RESOURCES:
         times[res.name] = np.asarray(res.work(c, mem) / res.rate(cal), dtype=f32)
     burst = burst_bytes(c, grid, bpsm_safe, gpu.sm_count)
