@@ -274,3 +274,12 @@ def test_split_kv_pays_for_its_combine_kernel():
     assert k.companions(one.shape, one.tiles, k.facts("sm_90")[0]) == ()
     accum = 8 * int(np.asarray(p.tiles.splits)) * 512 * (128 + 1) * 4
     assert float(p.counts.l2_write_bytes) == pytest.approx(8 * 512 * 128 * 2 + accum)
+
+
+@pytest.mark.parametrize("kernel,causal,share", [("fa2_tc", True, 0), ("fa2_tc", False, 0),
+                                                 ("sdpa-flash", True, 1), ("sdpa-flash", False, 0)])
+def test_only_a_shortest_first_causal_block_misses_its_diagonal_in_later_rounds(kernel, causal, share):
+    """fa2_tc dispatches each head's heaviest Q tile first: the blocks before a causal block have read its diagonal
+    tile. FlashAttention-2 dispatches the lightest first: none has, so that load still misses (share 1)."""
+    c = api.predict(gpu="h100", kernel=kernel, B=8, H=16, N=2048, d=128, dtype="fp16", causal=causal).prediction
+    assert float(c.counts.later_miss_share) == share
