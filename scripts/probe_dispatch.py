@@ -42,7 +42,7 @@ def main(path):
     out = {"sm_count": sm, "threads": threads, "spin": SPIN, "runs": []}
     sink = torch.zeros(1, device="cuda")
     for label, bps, mode, work in launches(sm):
-        smem = (smem_sm // bps - 1024) // 128 * 128 - 1024      # bps blocks fit, bps + 1 do not
+        smem = probe.smem_for_blocks_per_sm(smem_sm, bps)
         got = ext.blocks_per_sm(threads, smem)
         w = torch.tensor(work, dtype=torch.int32, device="cuda")
         g = len(work)

@@ -26,7 +26,7 @@ def main(path):
     smem_sm = props.shared_memory_per_multiprocessor
     out = {"sm_count": sm, "threads": THREADS, "instructions_per_warp": INSTRUCTIONS, "runs": []}
     for bps, two in MODES:
-        smem = (smem_sm // bps - 1024) // 128 * 128 - 1024      # bps blocks fit, bps + 1 do not
+        smem = probe.smem_for_blocks_per_sm(smem_sm, bps)
         grid = sm * bps
         for kb in ext.sizes():
             per_pass = kb * 1024 // 16                               # FFMAs in one pass of the body

@@ -120,3 +120,17 @@ def test_block_times_is_the_recorded_format():
     assert block_times([3, 1], [105, 100], [200, 150]) == {"smid": [3, 1], "start_ns": [5, 0], "end_ns": [100, 50]}
     rep = _json("dispatch.json")["runs"][0]["reps"][0]
     assert block_times(rep["smid"], rep["start_ns"], rep["end_ns"]) == rep
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_probe_shared_memory_sets_the_blocks_per_sm(gpu):
+    """probe.smem_for_blocks_per_sm gives the shared memory each recorded dispatch launch asked for, and the
+    runtime put that many blocks on an SM (cudaOccupancyMaxActiveBlocksPerMultiprocessor, recorded)."""
+    from perfmodel.measure import probe
+
+    smem_sm = 228 * 1024                   # sm_90: shared memory per SM (cudaDeviceProp.sharedMemPerMultiprocessor)
+    for r in json.load(open(Path(__file__).resolve().parent.parent / "examples" / "measurements" / gpu / "probe"
+                            / "dispatch.json"))["runs"]:
+        bps = int(next(w for w in r["label"].split() if w.startswith("bps"))[3:])
+        assert probe.smem_for_blocks_per_sm(smem_sm, bps) == r["smem_bytes"]
+        assert r["blocks_per_sm"] == bps

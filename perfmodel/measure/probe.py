@@ -262,6 +262,13 @@ def queued_op_us(record: dict) -> float:
     return float(np.median([t[(2, s)] - t[(1, s)] for s in sizes]))
 
 
+def smem_for_blocks_per_sm(smem_per_sm: int, blocks: int) -> int:
+    """Dynamic shared memory per block (a multiple of 128 B) with which ``blocks`` blocks fit on an SM of
+    ``smem_per_sm`` bytes and ``blocks`` + 1 do not, each block also holding the 1 KiB the runtime reserves: how the
+    probe scripts set how many blocks share an SM."""
+    return (smem_per_sm // blocks - 1024) // 128 * 128 - 1024
+
+
 def block_times(smid, start_ns, end_ns) -> dict:
     """One launch's per-block record as the probe scripts store it (scripts/probe_dispatch.py, trace_fa2_tc.py):
     each block's SM and its start and end on the global timer, in ns from the earliest start."""
