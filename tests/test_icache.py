@@ -3,13 +3,13 @@ data: the probe's instruction supply at each code footprint (examples/measuremen
 scripts/probe_icache.py) and the code size and issue rate of flash's causal launches read off their SASS
 (examples/measurements/h100/flash_sass, scripts/ncu_sdpa_sass.sh via gpu_run.sh's ncu-flash-sass step)."""
 
-import csv
 import io
 import json
 import tarfile
 from pathlib import Path
 
 import pytest
+from util import ncu_details, ncu_sass
 
 DATA = Path(__file__).resolve().parent.parent / "examples" / "measurements"
 H100 = DATA / "h100"
@@ -41,16 +41,14 @@ def test_probe_finds_two_levels_of_instruction_cache(gpu):
 def flash_launch(tag):
     """(code KiB, executed warp instructions per scheduler-cycle, share of stall samples waiting on an instruction
     fetch) of one profiled flash launch (B32 H16 fp16, examples/measurements/h100/flash_sass)."""
-    with tarfile.open(H100 / "flash_sass" / "sdpa_sass.tar.gz") as tar:
-        sass = tar.extractfile(f"sass_{tag}.csv").read().decode()
-        details = tar.extractfile(f"details_{tag}.csv").read().decode()
-    rows = list(csv.reader(io.StringIO(sass)))
-    h = rows[1]
+    tarball = H100 / "flash_sass" / "sdpa_sass.tar.gz"
+    h, rows = ncu_sass(tarball, tag)
     addr, samples, no_inst = h.index("Address"), h.index("Warp Stall Sampling (All Samples)"), h.index("stall_no_inst")
-    body = [r for r in rows[2:] if len(r) > no_inst and r[addr].startswith("0x")]
+    body = [r for r in rows if len(r) > no_inst and r[addr].startswith("0x")]
     fetch = sum(int(r[no_inst]) for r in body) / sum(int(r[samples]) for r in body)
-    metric = {r["Metric Name"]: float(r["Metric Value"].replace(",", ""))
-              for r in csv.DictReader(line for line in io.StringIO(details) if line.startswith('"'))
+    with tarfile.open(tarball) as tar:
+        details = ncu_details(io.StringIO(tar.extractfile(f"details_{tag}.csv").read().decode()))
+    metric = {r["Metric Name"]: float(r["Metric Value"].replace(",", "")) for r in details
               if r["Metric Value"].replace(",", "").replace(".", "").isdigit()}
     issue = metric["Executed Instructions"] / (metric["SM Active Cycles"] * 132 * 4)
     return len(body) * 16 / 1024, issue, fetch

@@ -3,11 +3,8 @@ launch (examples/measurements/h100/sdpa_kernels.json, scripts/sdpa_kernels.py) a
 (examples/measurements/h100/sdpa_sass, Nsight Compute's per-instruction counts, scripts/ncu_sdpa_sass.sh)."""
 
 import collections
-import csv
-import io
 import json
 import re
-import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +15,8 @@ from perfmodel.hw import calibration, gpu as gpu_mod
 from perfmodel.kernels import get
 from perfmodel.model import engine
 from perfmodel.shape import AttentionShape
+
+import util
 
 ROOT = Path(__file__).resolve().parent.parent
 H100 = ROOT / "examples" / "measurements" / "h100"
@@ -70,13 +69,10 @@ def test_cudnn_preset_is_the_launched_kernel(r):
 
 def sass_counts(tag):
     """Executed warp instructions per opcode of one profiled launch (B=1, H=16, N=4096, fp16, non-causal)."""
-    with tarfile.open(H100 / "sdpa_sass" / "sdpa_sass.tar.gz") as tar:
-        text = tar.extractfile(f"sass_{tag}.csv").read().decode()
-    rows = list(csv.reader(io.StringIO(text)))
-    h = rows[1]
+    h, rows = util.ncu_sass(H100 / "sdpa_sass" / "sdpa_sass.tar.gz", tag)
     src, ex = h.index("Source"), h.index("Instructions Executed")
     out = collections.Counter()
-    for r in rows[2:]:
+    for r in rows:
         if len(r) > ex and r[ex].isdigit() and r[src].strip():
             ins = r[src].strip()
             ins = ins.split(None, 1)[1] if ins.startswith("@") else ins
@@ -182,8 +178,7 @@ def test_what_a_call_queues_matches_the_preset(backend, kernel):
 
 def ncu_details(tag):
     """The rows of a committed Nsight Compute details export (examples/measurements/h100/ncu_stalls)."""
-    path = H100 / "ncu_stalls" / f"ncu_stalls_{tag}.csv"
-    return list(csv.DictReader(line for line in open(path) if line.startswith('"')))
+    return util.ncu_details(open(H100 / "ncu_stalls" / f"ncu_stalls_{tag}.csv"))
 
 
 def ncu_metric(rows, name, kernel=""):

@@ -1,4 +1,8 @@
-"""Shortcuts for tests: one kernel evaluation from plain numbers."""
+"""Shortcuts for tests: one kernel evaluation from plain numbers; the committed Nsight Compute exports, read."""
+
+import csv
+import io
+import tarfile
 
 from perfmodel.hw import calibration, gpu
 from perfmodel.kernels import get
@@ -18,3 +22,17 @@ def evaluate(name, B, H, N, d, spec=H100, cal=None, regs=None, dtype="fp32", cau
 
 def counts(name, B, H, N, d, **tiles):
     return evaluate(name, B, H, N, d, **tiles).counts
+
+
+def ncu_sass(tarball, tag):
+    """(header, instruction rows) of ``sass_<tag>.csv`` in a committed tarball of Nsight Compute source-page
+    exports (scripts/ncu_sdpa_sass.sh): its first line names the kernel, its second the columns."""
+    with tarfile.open(tarball) as tar:
+        rows = list(csv.reader(io.StringIO(tar.extractfile(f"sass_{tag}.csv").read().decode())))
+    return rows[1], rows[2:]
+
+
+def ncu_details(lines):
+    """The metric rows of an Nsight Compute ``--page details --csv`` export, given as lines (ncu's own messages,
+    which do not start with a quote, are skipped)."""
+    return list(csv.DictReader(line for line in lines if line.startswith('"')))
