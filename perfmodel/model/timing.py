@@ -183,7 +183,8 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         return np.where(active, total, f32(0)), {k: np.where(active, v, f32(0)) for k, v in t.items()}
 
     tf, parts_f = round_cycles(r_full)
-    tf_later, _ = round_cycles(r_full, lat_later)
+    # (a kernel whose later rounds pay what the first does, fa1's and fa2's, needs no second round evaluation)
+    tf_later = round_cycles(r_full, lat_later)[0] if np.any(later_hits > 0) else tf
     tl, parts_l = round_cycles(last, np.where(full_rounds > 0, lat_later, lat))
     sm_cycles = np.where(full_rounds > 0, tf + (full_rounds - 1) * tf_later, 0) + tl
     # uneven blocks (causal): the rounds above spread the launch's work evenly over the SMs; two bounds add what
