@@ -217,10 +217,28 @@ def test_tile_loads_on_the_path_miss_l2_in_step_and_hit_it_along_the_diagonal():
 
 
 def test_later_rounds_find_their_tiles_in_l2():
-    """Only the first round's blocks of a head start together: fa2_tc prices the in-step misses in the first round
-    and the same loads as hits in later rounds (Counts.later_miss_share = 0). A launch of one round is priced as
-    if every round missed; a launch of many rounds is faster than that, by at most the miss-hit difference of
-    the later rounds' loads."""
+    """A block of a later round finds its tiles in L2 where blocks of its head began in an earlier round
+    (Counts.later_miss_share = 0 for fa2_tc; timing: the share of a round's blocks whose head straddles the round
+    start). A launch of one round is priced as if every round missed; a launch of many rounds is faster than that,
+    by at most the miss-hit difference of the later rounds' loads."""
+    tiles = fa2_tc.FA2TCTiles(128, 64, 4)
+    for B, many in ((1, False), (32, True)):            # 128 blocks (one round) and 4096 (16 rounds of 2 per SM)
+        spec, cal, p, t_all = _fa2_tc_costs_and_timing((B, 16, 1024, 128, "fp16", False), tiles, later_miss_share=1)
+        costs = cal.path_costs("fa2_tc")
+        assert costs["load_miss"] > costs["load"]
+        assert float(p.counts.later_miss_share) == 0
+        if not many:
+            assert float(p.time_s) == pytest.approx(t_all)
+        else:
+            rounds = math.ceil(float(p.launch.grid_blocks) / (spec.sm_count * int(p.blocks_per_sm)))
+            assert rounds > 1
+            bound = ((rounds - 1) * float(p.counts.path_load_miss) * (costs["load_miss"] - costs["load"])
+                     / spec.clock_hz)
+            assert 0 < t_all - float(p.time_s) <= bound
+
+
+def _fa2_tc_costs_and_timing(shape_args, tiles, later_miss_share=None):
+    """(spec, cal, prediction, time with later_miss_share replaced) of fa2_tc on the H100."""
     import dataclasses
 
     from perfmodel.hw import calibration, gpu
@@ -230,24 +248,52 @@ def test_later_rounds_find_their_tiles_in_l2():
     spec = gpu.resolve("h100")
     cal = calibration.resolve(spec)
     k = get("fa2_tc")
-    costs = cal.path_costs("fa2_tc")
-    assert costs["load_miss"] > costs["load"]
+    p = engine.evaluate(spec, k, make_shape(*shape_args), tiles, cal)
+    c = p.counts
+    if later_miss_share is not None:
+        c = dataclasses.replace(c, later_miss_share=np.full_like(c.later_miss_share, later_miss_share))
+    t = timing.predict(c, p.traffic, p.launch.grid_blocks, p.launch.threads, p.blocks_per_sm, spec, cal,
+                       k.fit_key, k.serial, k.path_pipes, k.pipe_p).time_s
+    return spec, cal, p, float(t)
+
+
+def test_later_rounds_of_heads_that_begin_within_them_miss_as_the_first_does():
+    """Rounds of even work start together: a head whose blocks all start within a round walks its tiles in step
+    and misses, as in the first round. With one block per head (N = Br) nothing is found; with heads longer than
+    a round most later blocks find their tiles (the launch gains a good part of the miss-hit bound)."""
     tiles = fa2_tc.FA2TCTiles(128, 64, 4)
-    for B, many in ((1, False), (32, True)):            # 128 blocks (one round) and 4096 (16 rounds of 2 per SM)
-        shape = make_shape(B, 16, 1024, 128, "fp16", False)
-        p = engine.evaluate(spec, k, shape, tiles, cal)
-        c = p.counts
-        assert float(c.later_miss_share) == 0
-        missing = dataclasses.replace(c, later_miss_share=np.ones_like(c.later_miss_share))
-        t_all = timing.predict(missing, p.traffic, p.launch.grid_blocks, p.launch.threads, p.blocks_per_sm, spec,
-                               cal, k.fit_key, k.serial, k.path_pipes, k.pipe_p).time_s
-        if not many:
-            assert float(p.time_s) == pytest.approx(float(t_all))
-        else:
-            rounds = math.ceil(float(p.launch.grid_blocks) / (spec.sm_count * int(p.blocks_per_sm)))
-            assert rounds > 1
-            bound = (rounds - 1) * float(c.path_load_miss) * (costs["load_miss"] - costs["load"]) / spec.clock_hz
-            assert 0 < float(t_all) - float(p.time_s) <= bound
+    # one Q tile per head, 1,024 blocks: 4 rounds of 2 per SM, no block has a head-mate
+    spec, cal, p, t_all = _fa2_tc_costs_and_timing((32, 32, 128, 128, "fp16", False), tiles, later_miss_share=1)
+    assert int(np.asarray(p.counts.head_blocks)) == 1
+    assert float(p.time_s) == pytest.approx(t_all, rel=2e-3)
+    # 512 Q tiles in one head, longer than a round of 264 blocks
+    spec, cal, p, t_all = _fa2_tc_costs_and_timing((1, 1, 65536, 128, "fp16", False), tiles, later_miss_share=1)
+    costs = cal.path_costs("fa2_tc")
+    hb, slots = int(np.asarray(p.counts.head_blocks)), spec.sm_count * int(p.blocks_per_sm)
+    assert hb > slots
+    rounds = math.ceil(float(p.launch.grid_blocks) / slots)
+    bound = (rounds - 1) * float(p.counts.path_load_miss) * (costs["load_miss"] - costs["load"]) / spec.clock_hz
+    assert 0.25 * bound < t_all - float(p.time_s) <= bound        # the path gain, joined with the pipes
+
+
+def test_in_step_misses_wait_for_dram_to_deliver_every_blocks_tile():
+    """Blocks that each read their own K/V tiles (one Q tile per head) and issue those loads together: each load
+    after the first tile (the first is the burst) waits for the whole round's distinct tiles at the DRAM bandwidth
+    when that takes longer than a miss. One block alone does not; the paths differ by exactly that."""
+    tiles = fa2_tc.FA2TCTiles(128, 64, 4)
+    spec, cal, one, _ = _fa2_tc_costs_and_timing((1, 1, 128, 128, "fp16", False), tiles)
+    spec, cal, wide, _ = _fa2_tc_costs_and_timing((8, 33, 128, 128, "fp16", False), tiles)
+    costs = cal.path_costs("fa2_tc")
+    resident = int(wide.launch.grid_blocks)
+    assert resident == spec.sm_count * int(wide.blocks_per_sm)          # one full round
+    step = resident * 64 * 128 * 2 / cal.dram_bw_bps * spec.clock_hz    # every block's own K (or V) tile
+    assert step > costs["load_miss"]
+    in_step = float(wide.counts.path_load_miss) - 2                     # K and V of the second tile
+    assert in_step == 2
+    extra = in_step * (step - costs["load_miss"]) / spec.clock_hz
+    lat = lambda p: float(p.timing.times_s["latency"])
+    assert lat(wide) - lat(one) == pytest.approx(extra, rel=1e-3)
+
 
 def test_split_kv_pays_for_its_combine_kernel():
     """FlashAttention-2's split-KV path queues a second kernel that reads the splits' fp32 partial outputs back:

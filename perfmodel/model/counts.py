@@ -105,7 +105,8 @@ class Counts:
     path_mma: object = 0
     path_shfl: object = 0
     # the share of path_load_miss that still misses for blocks dispatched after the first round (1: as in the first);
-    # the rest are found in L2, fetched by a block of the same head dispatched before them (timing: later rounds)
+    # the rest are found in L2, fetched by a block of the same head dispatched before them, where their head began in
+    # an earlier round (timing: later rounds)
     later_miss_share: object = 1
 
     # fields that describe the launch's blocks, not amounts: they neither add (the larger holds) nor scale

@@ -6,8 +6,10 @@ A round of r blocks costs
     throughput: each row of SM_RESOURCES, the cycles its work needs (pipes usable only on the SM
                 sub-partitions that have warps: min(warps, 4) / 4);
     latency:    one block's critical path (its slowest warp): the path features of Counts, each times its
-                cost in cycles (calibration.path_costs); in rounds after the first, the loads that missed L2
-                in the first may hit (``Counts.later_miss_share``);
+                cost in cycles (calibration.path_costs); a load all resident blocks issue together that misses
+                L2 waits at least for DRAM to deliver every block's tile; in rounds after the first, the loads
+                that missed L2 in the first may hit where the block's head began in an earlier round
+                (``Counts.later_miss_share``);
 
 joined by a p-norm, (sum t^p)^(1/p): with few warps the path dominates, with many the pipes do, and in between
 both count. A kernel whose pipes were measured together (``Kernel.pipe_p``: the pipe-mix probe's p) joins them by
@@ -143,10 +145,28 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         return {res.name: (per_used if res.per_subpartition else r) * work * cyc for work, cyc, res in per_block}
 
     costs = cal.path_costs(fit_key)
-    lat = np.asarray(path_cycles(c, costs), dtype=f32)
-    for work, cyc, res in per_block:      # a warp's own work on these pipes lies on its path (it waits on it)
+    # the path without its loads; a warp's own work on the path_pipes lies on it too (it waits on it)
+    lat0 = np.asarray(path_cycles(c, {**costs, "load": 0.0, "load_miss": 0.0}), dtype=f32)
+    for work, cyc, res in per_block:
         if res.name in path_pipes:
-            lat = lat + work / warps_per_block * cyc
+            lat0 = lat0 + work / warps_per_block * cyc
+    # A load that every resident block issues together and that misses L2 cannot complete before DRAM has delivered
+    # the distinct tiles of all of them: such an in-step miss costs at least that step's bytes at the DRAM bandwidth
+    # (K or V: half of burst_kv_bytes; blocks that share a tile: burst_sharers).
+    resident = np.minimum(grid, gpu.sm_count * bpsm_safe)
+    sharers = np.maximum(np.minimum(np.asarray(c.burst_sharers, dtype=f32), resident), 1)
+    step_cycles = (np.ceil(resident / sharers) * np.asarray(c.burst_kv_bytes, dtype=f32) / 2
+                   / f32(cal.dram_bw_bps) * f32(gpu.clock_hz)).astype(f32)
+    in_step_cost = np.maximum(f32(costs["load_miss"]), step_cycles)
+
+    def path(hits, misses, in_step):
+        """One block's path with ``hits`` loads found in L2 and ``misses`` not, ``in_step`` of them in step."""
+        return (lat0 + hits * f32(costs["load"]) + (misses - in_step) * f32(costs["load_miss"])
+                + in_step * in_step_cost).astype(f32)
+
+    # the first round: its first tile's K and V are the burst (priced once per launch, below); the rest of its
+    # misses walk in step
+    lat = path(c.path_load, c.path_load_miss, np.maximum(np.asarray(c.path_load_miss, dtype=f32) - 2, 0))
     p_sm = costs["overlap"]                      # the calibration's, unless a kernel's fit holds its own
 
     # serial groups as (resource, share) pairs; a group naming "latency" holds the block's path
@@ -171,10 +191,27 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
             parts = [_pnorm(parts, pipe_p)]
         return _pnorm(parts if path_serial else [*parts, path], p_sm)
 
-    # the blocks of later rounds: the loads that miss in the first round (Counts.later_miss_share of them still do)
-    # are found in L2, at the cost of a hit
-    later_hits = c.path_load_miss * (1 - np.asarray(c.later_miss_share, dtype=f32))
-    lat_later = (lat - later_hits * np.maximum(costs["load_miss"] - costs["load"], 0)).astype(f32)
+    # The blocks of later rounds: the loads that miss in the first round may be found in L2, fetched by blocks of
+    # their head dispatched before them (Counts.later_miss_share of those still miss). Only a block whose head began
+    # in an earlier round finds anything. Rounds of even work end, and so start, together: a head whose blocks all
+    # start within the round walks its tiles in step, as in the first round. A round of ``slots`` consecutive blocks
+    # shares one head with the round before it: hb / (2 slots) of its blocks on average when a head is shorter than
+    # a round, all but slots / (2 hb) when longer. Blocks of uneven work (causal) end, and so start, one at a time:
+    # none walks in step, and the head-mates dispatched before a block have started.
+    hb = np.maximum(np.asarray(c.head_blocks, dtype=f32), 1)
+    slots = gpu.sm_count * bpsm_safe
+    even = np.asarray(c.block_spread, dtype=f32) <= 1
+    found = np.where(even, np.where(hb <= slots, hb / (2 * slots), 1 - slots / (2 * hb)), f32(1))
+    later_hits = c.path_load_miss * found * (1 - np.asarray(c.later_miss_share, dtype=f32))
+    later_misses = c.path_load_miss - later_hits
+    # blocks starting together also fetch their own Q tiles (never shared) with their first K tile: that step
+    # carries every resident block's Q bytes too (the first round's is the burst)
+    share = later_misses / np.maximum(np.asarray(c.path_load_miss, dtype=f32), 1)
+    q_cycles = resident * np.asarray(c.burst_own_bytes, dtype=f32) / f32(cal.dram_bw_bps) * f32(gpu.clock_hz)
+    first_k = share * in_step_cost
+    prologue = np.maximum(q_cycles + share * step_cycles, first_k) - first_k
+    lat_later = np.where(even, path(c.path_load + later_hits, later_misses, later_misses) + prologue,
+                         path(c.path_load + later_hits, later_misses, 0 * later_misses)).astype(f32)
 
     def round_cycles(r, path=lat):
         t = thr_cycles(r)
@@ -184,7 +221,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
 
     tf, parts_f = round_cycles(r_full)
     # (a kernel whose later rounds pay what the first does, fa1's and fa2's, needs no second round evaluation)
-    tf_later = round_cycles(r_full, lat_later)[0] if np.any(later_hits > 0) else tf
+    tf_later = round_cycles(r_full, lat_later)[0] if np.any(lat_later != lat) else tf
     tl, parts_l = round_cycles(last, np.where(full_rounds > 0, lat_later, lat))
     sm_cycles = np.where(full_rounds > 0, tf + (full_rounds - 1) * tf_later, 0) + tl
     # uneven blocks (causal): the rounds above spread the launch's work evenly over the SMs; two bounds add what
