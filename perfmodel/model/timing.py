@@ -95,13 +95,19 @@ def _pnorm(parts, p):
     return np.where(top > 0, safe * np.power(acc, np.float32(1.0 / p)), np.float32(0)).astype(float)
 
 
-def burst_bytes(c: Counts, grid, blocks_per_sm, sm_count: int):
-    """Bytes the first round's blocks fetch before their first compute (Counts.burst_*): each block's own, and
-    each group of ``burst_sharers`` blocks' first K/V tiles once; at most the launch's first-touch reads."""
+def step_bytes(c: Counts, grid, blocks_per_sm, sm_count: int):
+    """(own, K/V) bytes a round's resident blocks fetch when they start together (Counts.burst_*): each block's own,
+    and each group of ``burst_sharers`` blocks' first K/V tiles once."""
     first = np.minimum(np.asarray(grid, dtype=float), np.asarray(blocks_per_sm, dtype=float) * sm_count)
     sharers = np.maximum(np.minimum(np.asarray(c.burst_sharers, dtype=float), first), 1)
-    own = first * np.asarray(c.burst_own_bytes, dtype=float)
-    kv = np.ceil(first / sharers) * np.asarray(c.burst_kv_bytes, dtype=float)
+    return (first * np.asarray(c.burst_own_bytes, dtype=float),
+            np.ceil(first / sharers) * np.asarray(c.burst_kv_bytes, dtype=float))
+
+
+def burst_bytes(c: Counts, grid, blocks_per_sm, sm_count: int):
+    """Bytes the first round's blocks fetch before their first compute: their step_bytes, at most the launch's
+    first-touch reads."""
+    own, kv = step_bytes(c, grid, blocks_per_sm, sm_count)
     return np.minimum(own + kv, np.asarray(c.dram_read_once, dtype=float))
 
 
@@ -152,21 +158,23 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
             lat0 = lat0 + work / warps_per_block * cyc
     # A load that every resident block issues together and that misses L2 cannot complete before DRAM has delivered
     # the distinct tiles of all of them: such an in-step miss costs at least that step's bytes at the DRAM bandwidth
-    # (K or V: half of burst_kv_bytes; blocks that share a tile: burst_sharers).
-    resident = np.minimum(grid, gpu.sm_count * bpsm_safe)
-    sharers = np.maximum(np.minimum(np.asarray(c.burst_sharers, dtype=f32), resident), 1)
-    step_cycles = (np.ceil(resident / sharers) * np.asarray(c.burst_kv_bytes, dtype=f32) / 2
-                   / f32(cal.dram_bw_bps) * f32(gpu.clock_hz)).astype(f32)
+    # (K or V: half of a step's K/V bytes).
+    own_bytes, kv_bytes = (np.asarray(b, dtype=f32) for b in step_bytes(c, grid, bpsm_safe, gpu.sm_count))
+
+    def dram_cycles(nbytes):
+        return (nbytes / f32(cal.dram_bw_bps) * f32(gpu.clock_hz)).astype(f32)
+
+    step_cycles = dram_cycles(kv_bytes / 2)
     in_step_cost = np.maximum(f32(costs["load_miss"]), step_cycles)
 
-    def path(hits, misses, in_step):
+    def block_path(hits, misses, in_step):
         """One block's path with ``hits`` loads found in L2 and ``misses`` not, ``in_step`` of them in step."""
         return (lat0 + hits * f32(costs["load"]) + (misses - in_step) * f32(costs["load_miss"])
                 + in_step * in_step_cost).astype(f32)
 
     # the first round: its first tile's K and V are the burst (priced once per launch, below); the rest of its
     # misses walk in step
-    lat = path(c.path_load, c.path_load_miss, np.maximum(np.asarray(c.path_load_miss, dtype=f32) - 2, 0))
+    lat = block_path(c.path_load, c.path_load_miss, np.maximum(np.asarray(c.path_load_miss, dtype=f32) - 2, 0))
     p_sm = costs["overlap"]                      # the calibration's, unless a kernel's fit holds its own
 
     # serial groups as (resource, share) pairs; a group naming "latency" holds the block's path
@@ -207,11 +215,10 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     # blocks starting together also fetch their own Q tiles (never shared) with their first K tile: that step
     # carries every resident block's Q bytes too (the first round's is the burst)
     share = later_misses / np.maximum(np.asarray(c.path_load_miss, dtype=f32), 1)
-    q_cycles = resident * np.asarray(c.burst_own_bytes, dtype=f32) / f32(cal.dram_bw_bps) * f32(gpu.clock_hz)
     first_k = share * in_step_cost
-    prologue = np.maximum(q_cycles + share * step_cycles, first_k) - first_k
-    lat_later = np.where(even, path(c.path_load + later_hits, later_misses, later_misses) + prologue,
-                         path(c.path_load + later_hits, later_misses, 0 * later_misses)).astype(f32)
+    prologue = np.maximum(dram_cycles(own_bytes) + share * step_cycles, first_k) - first_k
+    lat_later = (block_path(c.path_load + later_hits, later_misses, np.where(even, later_misses, 0))
+                 + np.where(even, prologue, 0)).astype(f32)
 
     def round_cycles(r, path=lat):
         t = thr_cycles(r)
@@ -257,7 +264,6 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         heads = grid / hb
         queue = np.where(step < 0, (heads - 1) * hb, grid - 1)
         after = np.where(step < 0, (heads - 1) / heads, 1 - s / grid)
-        slots = gpu.sm_count * bpsm_safe
         start = np.where(queue >= slots, after * sm_cycles, f32(0))
         # When the first round's slots free up fast enough to dispatch it (queue - slots + 1 <= slots frees), it
         # starts as the k-th lightest first-round block ends, k = queue - slots + 1 (k_th): that block's work at the
