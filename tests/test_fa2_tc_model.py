@@ -295,6 +295,51 @@ def test_in_step_misses_wait_for_dram_to_deliver_every_blocks_tile():
     assert lat(wide) - lat(one) == pytest.approx(extra, rel=1e-3)
 
 
+def _with_costs(cal, key, **changes):
+    import dataclasses
+
+    fits = dict(cal.path_fits)
+    fits[key] = {**fits.get(key, {}), "costs": {**cal.path_costs(key), **changes}}
+    return dataclasses.replace(cal, path_fits=fits)
+
+
+@pytest.mark.parametrize("tiles,shape,blocks", [
+    (fa2_tc.FA2TCTiles(128, 128, 8), (4, 16, 4096, 128, "fp16", False), 1),
+    (fa2_tc.FA2TCTiles(128, 64, 4), (4, 16, 4096, 128, "fp16", False), 2),
+    (fa2_tc.FA2TCTiles(64, 64, 4), (4, 16, 4096, 128, "fp16", True), 2),
+])
+def test_a_blocks_path_is_hidden_by_the_blocks_beside_it(tiles, shape, blocks):
+    """Warps of one block wait at its barriers together: the p joining a block's path and the SM's pipes grows
+    with the share of the SM's warps that other blocks hold, p = overlap * (1 + overlap_blocks * (1 - 1/r)) for r
+    resident blocks. So it is the same as that plain p, a one-block-per-SM launch does not see it, and the
+    committed fit finds it above zero (the data want more overlap with more blocks)."""
+    from perfmodel.hw import calibration, gpu
+    from perfmodel.model import engine
+
+    spec = gpu.resolve("h100")
+    cal = calibration.resolve(spec)
+    costs = cal.path_costs("fa2_tc")
+    alpha, p = costs["overlap_blocks"], costs["overlap"]
+    assert 0.1 < alpha < 2
+    k = get("fa2_tc")
+    from perfmodel.shape import make_shape
+
+    def t(c):
+        got = engine.evaluate(spec, k, make_shape(*shape), tiles, c)
+        assert int(got.blocks_per_sm) == blocks
+        return float(got.time_s)
+    plain = t(_with_costs(cal, "fa2_tc", overlap=p * (1 + alpha * (1 - 1 / blocks)), overlap_blocks=0.0))
+    flat = t(_with_costs(cal, "fa2_tc", overlap_blocks=0.0))
+    if not shape[-1]:
+        assert t(cal) == pytest.approx(plain, rel=1e-5)
+    else:          # causal: the last heavy block, when it runs alone, keeps the one-block p
+        assert plain <= t(cal) * (1 + 1e-6) and t(cal) <= flat
+    if blocks == 1:
+        assert t(cal) == pytest.approx(flat, rel=1e-6)
+    else:
+        assert t(cal) < flat
+
+
 def test_split_kv_pays_for_its_combine_kernel():
     """FlashAttention-2's split-KV path queues a second kernel that reads the splits' fp32 partial outputs back:
     a queued operation and that kernel's own blocks (the preset's companion), and the partials' L2 traffic, where

@@ -25,7 +25,7 @@ import numpy as np
 
 from perfmodel.errors import InputError
 from perfmodel.evaluation.dataset import KEY, MeasurementSet
-from perfmodel.hw.calibration import Calibration
+from perfmodel.hw.calibration import FIT_START, Calibration
 from perfmodel.hw.gpu import GPUSpec
 
 SPLIT_RULE = 'crc32("kernel,B,H,N,d,Br,Bc,threads,pad") % 4 == 0'
@@ -59,7 +59,7 @@ def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60
                          f"needs at least {3 * len(features)}")
     meas = train.measured_s
     base = cal.path_costs(ms.kernel)
-    theta = np.log(np.array([max(base[f], 1e-3) for f in features]))
+    theta = np.log(np.array([base[f] if base[f] > 0 else FIT_START.get(f, 1e-3) for f in features]))
 
     def resid(th):
         costs = dict(zip(features, np.exp(np.clip(th, -20, 20)).tolist()))

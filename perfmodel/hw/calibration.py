@@ -54,7 +54,7 @@ class Calibration:
     def path_costs(self, key: str) -> dict:
         """Cycles per step of each path feature, for the kernel ``key``; and its FIT_PARAMS (``overlap``: the
         calibration's overlap_p unless the kernel's fit holds its own)."""
-        costs = dict(self.path_cycles, overlap=self.overlap_p)
+        costs = dict(self.path_cycles, overlap=self.overlap_p, overlap_blocks=0.0)
         costs.update(self.path_fits.get(key, {}).get("costs", {}))
         return costs
 
@@ -176,7 +176,11 @@ def _number(path, what, v, may_be_zero=False) -> float:
 
 # what a kernel's fit may hold beside path costs
 FIT_PARAMS = {"overlap": "the p of the p-norm joining a block's path and the SM's pipes, for this kernel "
-                         "(default: the calibration's overlap_p)"}
+                         "(default: the calibration's overlap_p)",
+              "overlap_blocks": "how that p grows with the share of an SM's warps in other blocks: with r "
+                                "blocks resident, p = overlap * (1 + this * (1 - 1/r)) (default 0: one p)"}
+# where a fit starts a FIT_PARAM that has no value yet (0 would be a fixed point of the fit's log-space steps)
+FIT_START = {"overlap_blocks": 0.5}
 
 
 def _costs(path, where, costs) -> dict:

@@ -191,7 +191,7 @@ class FA2TC(Kernel):
     # pipes.json): mma.sync and FFMA add, shared memory and MUFU overlap them, p = 5 reproduces the mixes to 1%.
     serial = (("tensor", "fp32"),)
     pipe_p = 5.0
-    fit_features = ("mma", "fp32", "gmem", "load", "load_miss", "overlap")
+    fit_features = ("mma", "fp32", "gmem", "load", "load_miss", "overlap", "overlap_blocks")
 
     def default_tiles(self, shape=None, gpu=None):
         if shape is not None and int(np.asarray(shape.d)) in DEFAULTS:

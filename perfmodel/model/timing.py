@@ -90,9 +90,10 @@ def _pnorm(parts, p):
     safe = np.where(top > 0, top, np.float32(1))
     acc = None
     for x in parts:
-        term = np.power(x / safe, np.float32(p))
+        term = np.power(x / safe, np.asarray(p, dtype=np.float32))
         acc = term if acc is None else acc + term
-    return np.where(top > 0, safe * np.power(acc, np.float32(1.0 / p)), np.float32(0)).astype(float)
+    inv = (1.0 / np.asarray(p, dtype=float)).astype(np.float32)          # p: a number, or one per configuration
+    return np.where(top > 0, safe * np.power(acc, inv), np.float32(0)).astype(float)
 
 
 def step_bytes(c: Counts, grid, blocks_per_sm, sm_count: int):
@@ -176,6 +177,10 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     # misses walk in step
     lat = block_path(c.path_load, c.path_load_miss, np.maximum(np.asarray(c.path_load_miss, dtype=f32) - 2, 0))
     p_sm = costs["overlap"]                      # the calibration's, unless a kernel's fit holds its own
+    # Warps of one block wait at its barriers together, so a block's path is hidden only by the work of the other
+    # blocks beside it: with ``overlap_blocks`` (a kernel's fit) the p grows with their share of the SM's warps,
+    # (r - 1) / r of r co-resident blocks: p = overlap * (1 + overlap_blocks * (1 - 1/r))
+    p_blocks = f32(costs.get("overlap_blocks", 0.0))
 
     # serial groups as (resource, share) pairs; a group naming "latency" holds the block's path
     groups = [[(m, 1.0) if isinstance(m, str) else m for m in g] for g in serial]
@@ -192,12 +197,13 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
             parts.update({n: rest[n] for n, w in items if w < 1})
         return list(parts.values())
 
-    def join(t, path):
-        """Cycles of co-resident blocks whose SM resources need ``t`` together, each waiting ``path``."""
+    def join(t, path, r):
+        """Cycles of ``r`` co-resident blocks whose SM resources need ``t`` together, each waiting ``path``."""
         parts = _joined({**t, "latency": path} if path_serial else t)
         if pipe_p:
             parts = [_pnorm(parts, pipe_p)]
-        return _pnorm(parts if path_serial else [*parts, path], p_sm)
+        p = p_sm * (1 + p_blocks * (1 - 1 / np.maximum(r, f32(1)))) if p_blocks else p_sm
+        return _pnorm(parts if path_serial else [*parts, path], p)
 
     # The blocks of later rounds: the loads that miss in the first round may be found in L2, fetched by blocks of
     # their head dispatched before them (Counts.later_miss_share of those still miss). Only a block whose head began
@@ -223,7 +229,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     def round_cycles(r, path=lat):
         t = thr_cycles(r)
         active = r > 0
-        total = join(t, path)
+        total = join(t, path, r)
         return np.where(active, total, f32(0)), {k: np.where(active, v, f32(0)) for k, v in t.items()}
 
     tf, parts_f = round_cycles(r_full)
@@ -257,7 +263,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         fixed = np.asarray(c.path_gmem * costs["gmem"], dtype=f32)
         heavy_path = (lat - fixed) * s + fixed
         share = work / np.maximum(r_full, 1)
-        heavy_sm = join({k: v * share for k, v in parts_f.items()}, heavy_path)
+        heavy_sm = join({k: v * share for k, v in parts_f.items()}, heavy_path, r_full)
         # (2) the last-dispatched heaviest block starts when the work queued before it has been served (at once if
         # it gets a slot in the first round), then runs at a lone block's pace: the schedulers favour the oldest
         # warps, so a block holding most of its SM's remaining work is hardly slowed by lighter ones beside it.
@@ -280,7 +286,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
                 seen = seen + np.where(i < hb, F + (pos < R), f32(0))
                 kth = np.where(np.isinf(kth) & (seen >= k_th), block_work_at(s, hb, step, pos), kth)
             start = np.where(first_round & np.isfinite(kth), np.minimum(start, kth * tf), start)
-        lone = join({k: v * s for k, v in thr_cycles(f32(1)).items()}, heavy_path)
+        lone = join({k: v * s for k, v in thr_cycles(f32(1)).items()}, heavy_path, f32(1))
         sm_cycles = np.where(spread > 1, np.maximum(sm_cycles, np.maximum(heavy_sm, start + lone)), sm_cycles)
     clock = f32(gpu.clock_hz)
     sm_time = sm_cycles / clock
