@@ -12,7 +12,8 @@ Levenberg-Marquardt over log-costs, so costs stay positive. It is deterministic:
 reproduces its costs (a test reruns each). Features that grow alike along a kernel's path (fa1's exp, gmem, sync
 and outer steps all scale with the K/V tiles) are nearly collinear: the fit determines their sum on a path, not
 each cost, so individual fitted costs are not to be read as microarchitectural figures. A kernel may also fit
-its own latency/throughput p-norm exponent ("overlap", hw.calibration.FIT_PARAMS).
+its own latency/throughput p-norm exponent ("overlap", hw.calibration.FIT_PARAMS) and how it grows with the
+blocks resident on an SM ("overlap_blocks"; a parameter without a value starts at hw.calibration.FIT_START).
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ A round of r blocks costs
                 (``Counts.later_miss_share``);
 
 joined by a p-norm, (sum t^p)^(1/p): with few warps the path dominates, with many the pipes do, and in between
-both count. A kernel whose pipes were measured together (``Kernel.pipe_p``: the pipe-mix probe's p) joins them by
+both count; a kernel's fit may let p grow with the blocks on the SM (``overlap_blocks``: a block's warps wait at
+its barriers together, so only the other blocks hide its path). A kernel whose pipes were measured together (``Kernel.pipe_p``: the pipe-mix probe's p) joins them by
 that p first, so the path's p (fitted) governs only how co-resident warps hide its latency. A kernel whose warps use some resources one after another, each waiting on the last, names them in
 ``Kernel.serial``: the times of the resources in one group add before the group joins the rest (a member
 given as (name, share) adds that share of its time; the rest joins the others; a group naming "latency" adds the
@@ -180,7 +181,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     # Warps of one block wait at its barriers together, so a block's path is hidden only by the work of the other
     # blocks beside it: with ``overlap_blocks`` (a kernel's fit) the p grows with their share of the SM's warps,
     # (r - 1) / r of r co-resident blocks: p = overlap * (1 + overlap_blocks * (1 - 1/r))
-    p_blocks = f32(costs.get("overlap_blocks", 0.0))
+    p_blocks = f32(costs["overlap_blocks"])
 
     # serial groups as (resource, share) pairs; a group naming "latency" holds the block's path
     groups = [[(m, 1.0) if isinstance(m, str) else m for m in g] for g in serial]
