@@ -315,6 +315,7 @@ def test_a_blocks_path_is_hidden_by_the_blocks_beside_it(tiles, shape, blocks):
     committed fit finds it above zero (the data want more overlap with more blocks)."""
     from perfmodel.hw import calibration, gpu
     from perfmodel.model import engine
+    from perfmodel.shape import make_shape
 
     spec = gpu.resolve("h100")
     cal = calibration.resolve(spec)
@@ -322,7 +323,6 @@ def test_a_blocks_path_is_hidden_by_the_blocks_beside_it(tiles, shape, blocks):
     alpha, p = costs["overlap_blocks"], costs["overlap"]
     assert 0.1 < alpha < 2
     k = get("fa2_tc")
-    from perfmodel.shape import make_shape
 
     def t(c):
         got = engine.evaluate(spec, k, make_shape(*shape), tiles, c)

@@ -215,7 +215,8 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     # none walks in step, and the head-mates dispatched before a block have started.
     hb = np.maximum(np.asarray(c.head_blocks, dtype=f32), 1)
     slots = gpu.sm_count * bpsm_safe
-    even = np.asarray(c.block_spread, dtype=f32) <= 1
+    spread = np.asarray(c.block_spread, dtype=f32)
+    even = spread <= 1
     found = np.where(even, np.where(hb <= slots, hb / (2 * slots), 1 - slots / (2 * hb)), f32(1))
     later_hits = c.path_load_miss * found * (1 - np.asarray(c.later_miss_share, dtype=f32))
     later_misses = c.path_load_miss - later_hits
@@ -241,11 +242,9 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     # uneven blocks (causal): the rounds above spread the launch's work evenly over the SMs; two bounds add what
     # that misses. Blocks are dispatched in order, block j of a round to SM j mod SMs, each head's blocks one after
     # another with work changing by ``block_step`` (of the mean) per block.
-    spread = np.asarray(c.block_spread, dtype=f32)
     if np.any(spread > 1):
         s = np.maximum(spread, 1)
         step = np.asarray(c.block_step, dtype=f32)
-        hb = np.maximum(np.asarray(c.head_blocks, dtype=f32), 1)
         # (1) the SM holding the first heavy block carries its first round's blocks to the end: their work at the
         # pace its full round sets, joined with the heavy block's own path. The block's global round trips (its
         # prologue) do not grow with its work.
