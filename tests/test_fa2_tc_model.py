@@ -25,6 +25,37 @@ def test_instances_match_the_cuda_source():
         assert (d, Br, Bc, w) in compiled
 
 
+def test_instance_registers_match_ptxas_and_the_measured_rows():
+    """REGS, which sets a prediction's blocks per SM, is what ptxas reports for each compiled instance and what
+    cudaFuncGetAttributes recorded with every measured H100 and H200 row; a prediction uses it."""
+    import csv
+
+    from perfmodel.hw import calibration, gpu
+    from perfmodel.model import engine
+    from perfmodel.shape import make_shape
+
+    assert set(fa2_tc.REGS) == set(fa2_tc.INSTANCES)
+    ptxas, cur = {}, None
+    for line in (ROOT / "examples/measurements/h100/fa2_tc_ptxas.txt").read_text().splitlines():
+        m = re.search(r"fa2_tc_kernelI\w+?Li(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E", line)
+        if "Compiling entry" in line and m:
+            cur = tuple(map(int, m.groups()))
+        used = re.search(r"Used (\d+) registers", line)
+        if used and cur:
+            ptxas.setdefault(cur, set()).add(int(used.group(1)))
+            cur = None
+    assert ptxas == {k: {v} for k, v in fa2_tc.REGS.items()}
+    for g in ("h100", "h200"):
+        with open(ROOT / f"examples/measurements/{g}/fa2_tc.csv") as f:
+            for row in csv.DictReader(f):
+                key = (int(row["d"]), int(row["Br"]), int(row["Bc"]), int(row["threads"]) // 32)
+                assert int(row["regs_per_thread"]) == fa2_tc.REGS[key], (g, key)
+    spec = gpu.resolve("h100")
+    p = engine.evaluate(spec, get("fa2_tc"), make_shape(4, 16, 4096, 64, "fp16", False), fa2_tc.FA2TCTiles(64, 64, 4),
+                        calibration.resolve(spec))
+    assert int(p.launch.regs) == 128 and int(p.blocks_per_sm) == 4
+
+
 @pytest.mark.parametrize("N", [1, 7, 64, 100, 128, 129, 1000, 4096, 5000])
 @pytest.mark.parametrize("Br,Bc", [(128, 64), (64, 128), (128, 128), (64, 32), (48, 40), (128, 176)])
 def test_causal_tile_count_equals_a_literal_loop(N, Br, Bc):
@@ -307,6 +338,7 @@ def _with_costs(cal, key, **changes):
     (fa2_tc.FA2TCTiles(128, 128, 8), (4, 16, 4096, 128, "fp16", False), 1),
     (fa2_tc.FA2TCTiles(128, 64, 4), (4, 16, 4096, 128, "fp16", False), 2),
     (fa2_tc.FA2TCTiles(64, 64, 4), (4, 16, 4096, 128, "fp16", True), 2),
+    (fa2_tc.FA2TCTiles(64, 64, 4), (4, 16, 4096, 64, "fp16", False), 4),
 ])
 def test_a_blocks_path_is_hidden_by_the_blocks_beside_it(tiles, shape, blocks):
     """Warps of one block wait at its barriers together: the p joining a block's path and the SM's pipes grows

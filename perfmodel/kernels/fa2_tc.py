@@ -36,13 +36,24 @@ INSTANCES = (
     (128, 128, 128, 8),
     (256, 64, 64, 4), (256, 64, 32, 4), (256, 128, 64, 8),
 )
+# Registers per thread of each instance, (d, Br, Bc, warps) -> regs, read off ptxas -v for sm_90
+# (examples/measurements/h100/fa2_tc_ptxas.txt; fp16 and bf16 alike). They set the blocks per SM of a prediction;
+# a measured row brings its own (cudaFuncGetAttributes). tests/test_fa2_tc_model.py checks both against this table.
+REGS = {
+    (32, 64, 64, 4): 96, (32, 128, 64, 4): 167, (32, 128, 64, 8): 97, (32, 128, 128, 4): 251,
+    (64, 64, 64, 4): 128, (64, 64, 128, 4): 179, (64, 128, 32, 4): 166, (64, 128, 64, 4): 222,
+    (64, 128, 64, 8): 130, (64, 128, 128, 4): 255, (64, 128, 128, 8): 171,
+    (128, 64, 32, 4): 170, (128, 64, 64, 4): 173, (128, 64, 128, 4): 239, (128, 128, 32, 4): 233,
+    (128, 128, 64, 4): 255, (128, 128, 64, 8): 174, (128, 128, 128, 8): 239,
+    (256, 64, 32, 4): 246, (256, 64, 64, 4): 252, (256, 128, 64, 8): 238,
+}
 # The fastest measured instance per head dimension on the H100 at B=4, H=16, N=4096, fp16, non-causal
 # (examples/measurements/h100/fa2_tc.csv): the kernel's default tiles.
 DEFAULTS = {32: (128, 128, 4), 64: (128, 128, 4), 128: (128, 64, 4), 256: (64, 64, 4)}
 
 ARCH = {
-    # registers per thread differ per instance (cudaFuncGetAttributes records them with every measured row);
-    # this is the d = 128, 128 x 64, 4-warp instance's. Overheads: estimates until read off the SASS.
+    # registers per thread differ per instance (REGS); this is the most any holds (d = 128, 128 x 64, 4 warps),
+    # for tiles outside the table. Overheads: estimates until read off the SASS.
     "sm_90": ArchFacts(regs=255, source="estimate (see the measured rows' regs_per_thread)",
                        overheads={"tile": 60, "kstep": 2, "mask_elem": 1}),
 }
@@ -205,6 +216,16 @@ class FA2TC(Kernel):
 
     def grid_blocks(self, shape, tiles):
         return arr(shape.B) * arr(shape.H) * cdiv(shape.N, tiles.Br)
+
+    def launch(self, shape, tiles, arch, regs=None):
+        """Each compiled instance's registers (REGS, read off sm_90; other architectures are assumed to compile
+        alike, as ``facts`` notes), unless a measured row gives its own."""
+        if regs is None:
+            d, Br, Bc, W = (arr(x) for x in (shape.d, tiles.Br, tiles.Bc, tiles.warps))
+            regs = np.full(np.broadcast_shapes(d.shape, Br.shape, Bc.shape, W.shape), self.facts(arch)[0].regs)
+            for (di, bri, bci, wi), r in REGS.items():
+                regs = np.where((d == di) & (Br == bri) & (Bc == bci) & (W == wi), r, regs)
+        return super().launch(shape, tiles, arch, regs)
 
     def smem_bytes(self, shape, tiles):
         return (arr(tiles.Br) + 2 * arr(tiles.Bc)) * arr(shape.d) * 2
