@@ -1,0 +1,87 @@
+"""How repeatable is the ground truth? fa2_tc's whole H100 grid was timed twice, hours apart, by the same command
+(examples/measurements/h100/fa2_tc.csv and fa2_tc.repeat.csv; `scripts/gpu_run.sh repeat-tc`). This compares the two
+runs row by row and scores the second run as if it were a model of the first: its timing differences, its Spearman
+rank correlation over tiles and its tile advice, computed exactly as `perfmodel validate` and examples/tile_advice.py
+score the model. No model can be expected to rank tiles better against one run than the other run does. The model
+(fitted on the first run's training split only) is scored against both runs' held-out rows beside it.
+Writes examples/benchmarks/repeatability_fa2_tc.json. Run from the repository root: python examples/repeatability.py"""
+import collections
+import json
+from pathlib import Path
+
+import numpy as np
+
+from perfmodel.evaluation import dataset, validate
+from perfmodel.evaluation.fit import in_training_split
+
+ROOT = Path(__file__).resolve().parents[1]
+FIRST, SECOND = "examples/measurements/h100/fa2_tc.csv", "examples/measurements/h100/fa2_tc.repeat.csv"
+OUT = "examples/benchmarks/repeatability_fa2_tc.json"
+GROUP = ("B", "H", "N", "d", "dtype", "causal")
+ROW = GROUP + ("Br", "Bc", "threads")
+
+
+def by_config(ev):
+    return {tuple(str(ev.params[k][i]) for k in ROW): i for i in range(ev.n)}
+
+
+def tile_advice(ranked, truth, groups):
+    """Share of problems whose fastest by ``ranked`` is the fastest by ``truth``; share and worst slowdown of the
+    pick against the fastest."""
+    idx = collections.defaultdict(list)
+    for i, g in enumerate(groups):
+        idx[g].append(i)
+    hits, slow = 0, []
+    for ii in idx.values():
+        if len(ii) < 3:
+            continue
+        ii = np.array(ii)
+        pick, best = ii[np.argmin(ranked[ii])], ii[np.argmin(truth[ii])]
+        hits += pick == best
+        slow.append(truth[pick] / truth[best] - 1)
+    slow = np.array(slow)
+    return {"problems": len(slow), "share_best": float(hits / len(slow)),
+            "within_5_percent": float((slow <= 0.05).mean()), "worst_slowdown": float(slow.max())}
+
+
+def compute() -> dict:
+    (first,), (second,) = dataset.load([str(ROOT / FIRST)]), dataset.load([str(ROOT / SECOND)])
+    ev1, ev2 = validate.evaluate([first], split="all")[0], validate.evaluate([second], split="all")[0]
+    i1, i2 = by_config(ev1), by_config(ev2)
+    common = sorted(set(i1) & set(i2))
+    a = np.array([ev1.measured_s[i1[k]] for k in common])
+    b = np.array([ev2.measured_s[i2[k]] for k in common])
+    model = np.array([ev1.predicted_s[i1[k]] for k in common])
+    groups = [k[:len(GROUP)] for k in common]
+    held = np.array([not in_training_split(first.rows[i1[k]]) for k in common])
+    diff = b / a - 1
+    out = {
+        "rows_in_both": len(common),
+        "second_over_first": {"median_abs_pct": float(np.median(np.abs(diff)) * 100),
+                              "mean_abs_pct": float(np.abs(diff).mean() * 100),
+                              "worst_abs_pct": float(np.abs(diff).max() * 100), "bias_pct": float(diff.mean() * 100)},
+        # the second run as a "model" of the first: the ceiling of what any model can show against one run
+        "second_run_as_model": {"spearman": validate.grouped_spearman(groups, b, a)[0],
+                                "tile_advice": tile_advice(b, a, groups)},
+        "model_held_out": {},
+        "command": "python examples/repeatability.py",
+        "first": FIRST, "second": SECOND,
+    }
+    for name, truth in (("first", a), ("second", b)):
+        g = [groups[i] for i in np.flatnonzero(held)]
+        ape = np.abs(model / truth - 1)[held] * 100
+        out["model_held_out"][name] = {
+            "rows": int(held.sum()), "mape": float(ape.mean()), "worst": float(ape.max()),
+            "spearman": validate.grouped_spearman(g, model[held], truth[held])[0],
+            "tile_advice_all_rows": tile_advice(model, truth, groups)}
+    return out
+
+
+def main():
+    out = compute()
+    (ROOT / OUT).write_text(json.dumps(out, indent=2) + "\n")
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""The fa2_tc H100 grid timed twice (examples/repeatability.py): the recorded benchmark is what the two committed
+runs give, and the model, fitted on the first run's training split, holds on the second run's held-out rows, which
+nothing was fitted to."""
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _flat(d, prefix=""):
+    for k, v in d.items():
+        if isinstance(v, dict):
+            yield from _flat(v, f"{prefix}{k}.")
+        else:
+            yield f"{prefix}{k}", v
+
+
+@pytest.fixture(scope="module")
+def recomputed():
+    spec = importlib.util.spec_from_file_location("repeatability", ROOT / "examples" / "repeatability.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.compute()
+
+
+def test_recorded_benchmark_is_what_the_runs_give(recomputed):
+    recorded = dict(_flat(json.loads((ROOT / "examples" / "benchmarks" / "repeatability_fa2_tc.json").read_text())))
+    now = dict(_flat(recomputed))
+    assert recorded.keys() == now.keys()
+    for k, v in now.items():
+        assert recorded[k] == (pytest.approx(v, rel=1e-6) if isinstance(v, float) else v), k
+    assert recomputed["rows_in_both"] >= 2000
+
+
+def test_two_runs_of_one_kernel_agree_to_two_percent(recomputed):
+    diff = recomputed["second_over_first"]
+    assert diff["mean_abs_pct"] < 2.5 and abs(diff["bias_pct"]) < 1.0
+
+
+def test_model_holds_on_the_second_run(recomputed):
+    first, second = recomputed["model_held_out"]["first"], recomputed["model_held_out"]["second"]
+    assert second["mape"] <= 6.0 and abs(second["mape"] - first["mape"]) < 1.0
+    # the model ranks tiles worse than a second run does
+    assert second["spearman"] < recomputed["second_run_as_model"]["spearman"]
