@@ -46,6 +46,20 @@ ARCH = {
                            "outer_iter": 48,
                            "tile": 24,        # estimate: per (i, j) step: row index, m/l addresses, branches
                        }),
+    # The same source built for sm_80 and sm_86 (nvcc 13.0 -O3, examples/measurements/sass_sm80_sm86/; loops at
+    # sm_80 0x25a0, 0x41f0, 0x1630, 0x0870, 0x2f30 and sm_86 0x2520, 0x4130, 0x15c0, 0x07c0, 0x2e80, in the order
+    # above): the same arithmetic and memory instructions, fewer others. The outer-iteration and tile set-up are
+    # sm_90's estimates.
+    "sm_80": ArchFacts(regs=40, source="ptxas -v and cuobjdump -sass, nvcc 13.0, sm_80 (no sm_80 GPU measured)",
+                       overheads={
+                           "qk_step": 12 / 16, "pv_step": 23 / 16, "qload_step": 27 / 16, "kvload_step": 10 / 16,
+                           "exp_step": 9 / 4, "outer_iter": 48, "tile": 24,
+                       }),
+    "sm_86": ArchFacts(regs=40, source="ptxas -v and cuobjdump -sass, nvcc 13.0, sm_86 (no sm_86 GPU measured)",
+                       overheads={
+                           "qk_step": 12 / 16, "pv_step": 22 / 16, "qload_step": 30 / 16, "kvload_step": 10 / 16,
+                           "exp_step": 9 / 4, "outer_iter": 48, "tile": 24,
+                       }),
 }
 
 

@@ -44,6 +44,20 @@ ARCH = {
                            "outer_iter": 48,
                            "tile": 40,        # estimate: per K/V tile: bounds, five barriers, loop control
                        }),
+    # The same source built for sm_80 and sm_86 (nvcc 13.0 -O3, examples/measurements/sass_sm80_sm86/; loops at
+    # sm_80 0x2120, 0x3570, 0x46a0/0x58c0, 0x4210, 0x64f0, 0x07b0, 0x7610 and sm_86 0x2090, 0x34e0, 0x4670/0x58e0,
+    # 0x41e0, 0x6510, 0x07b0, 0x7690, in the order above): the same arithmetic and memory instructions, fewer
+    # others. The outer-iteration and tile set-up are sm_90's estimates.
+    "sm_80": ArchFacts(regs=56, source="ptxas -v and cuobjdump -sass, nvcc 13.0, sm_80 (no sm_80 GPU measured)",
+                       overheads={
+                           "p1_chunk": 50 / 16, "p2_step": 15 / 16, "row_step": 8 / 16, "p4_chunk": 19 / 4,
+                           "p6_step": 24 / 16, "prologue": 38 / 16, "epilogue": 8 / 16, "outer_iter": 48, "tile": 40,
+                       }),
+    "sm_86": ArchFacts(regs=48, source="ptxas -v and cuobjdump -sass, nvcc 13.0, sm_86 (no sm_86 GPU measured)",
+                       overheads={
+                           "p1_chunk": 50 / 16, "p2_step": 15 / 16, "row_step": 8 / 16, "p4_chunk": 19 / 4,
+                           "p6_step": 24 / 16, "prologue": 40 / 16, "epilogue": 8 / 16, "outer_iter": 48, "tile": 40,
+                       }),
 }
 
 

@@ -1,0 +1,52 @@
+"""The loops of a cuobjdump -sass listing: every backward branch closes one, from its target to the branch. For each
+loop: its instructions, the arithmetic and memory ones the model counts (COUNTED), and the rest (address
+arithmetic, loop control, predicates): the per-step overheads of perfmodel/kernels/fa1.py and fa2.py are that rest
+over the steps an unrolled body covers. tests/test_sass_overheads.py checks them against the committed listings.
+Usage: python3 scripts/sass_loops.py FILE.sass [FILE.sass ...]
+(listings for sm_80/sm_86 without a GPU: nvcc -arch=sm_80 -O3 -cubin perfmodel/kernels/csrc/fa1.cu, then
+cuobjdump -sass on a machine that has it)"""
+import collections
+import re
+import sys
+
+COUNTED = ("FFMA", "FMUL", "FADD", "FMNMX", "MUFU", "LDS", "STS", "LDG", "STG")
+
+
+def instructions(path):
+    """(address, opcode) of every instruction of the listing."""
+    out = []
+    for line in open(path):
+        m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
+        if m:
+            words = m.group(2).split()
+            op = words[1] if words[0].startswith("@") else words[0]
+            out.append((int(m.group(1), 16), op, m.group(2)))
+    return out
+
+
+def loops(path) -> dict:
+    """start address -> (instructions in the loop, Counter of COUNTED opcodes), for every backward branch."""
+    ins = instructions(path)
+    out = {}
+    for addr, op, text in ins:
+        m = re.search(r"0x([0-9a-f]+)", text) if op.startswith("BRA") else None
+        if m and int(m.group(1), 16) <= addr:
+            start = int(m.group(1), 16)
+            body = [o for a, o, _ in ins if start <= a <= addr]
+            out[start] = (len(body), collections.Counter(next((c for c in COUNTED if o.startswith(c)), "rest")
+                                                         for o in body))
+    return out
+
+
+def overhead(path, start: int) -> int:
+    """Instructions of the loop at ``start`` beyond the COUNTED ones."""
+    n, c = loops(path)[start]
+    return n - sum(c[k] for k in COUNTED)
+
+
+if __name__ == "__main__":
+    for p in sys.argv[1:]:
+        print(p)
+        for start, (n, c) in loops(p).items():
+            print(f"  0x{start:05x} {n:5d} instructions, {n - sum(c[k] for k in COUNTED):4d} beyond "
+                  + " ".join(f"{k}:{c[k]}" for k in COUNTED if c[k]))

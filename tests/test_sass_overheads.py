@@ -1,0 +1,82 @@
+"""The per-step instruction overheads of fa1 and fa2 (perfmodel/kernels/fa*.py, ARCH) are what their SASS says:
+for each overhead, the unrolled loop body it is read off has that many instructions beyond the arithmetic and
+memory ones the model counts (scripts/sass_loops.py), per step the body covers. sm_90: the listings of the
+measured H100 builds; sm_80 and sm_86: builds of the same sources with nvcc 13.0 -O3, disassembled on the lent
+machine (no such GPU is measured here)."""
+import importlib.util
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from perfmodel.kernels import get
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("sass_loops", ROOT / "scripts" / "sass_loops.py")
+sass_loops = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sass_loops)
+
+LISTING = {
+    "sm_90": "examples/measurements/h100/sass/{k}.sass",
+    "sm_80": "examples/measurements/sass_sm80_sm86/{k}_sm80.sass",
+    "sm_86": "examples/measurements/sass_sm80_sm86/{k}_sm86.sass",
+}
+# overhead -> ((loop start per architecture), steps the unrolled body covers); several starts: loops the overhead
+# stands for alike (fa2's row reductions P3 and P5)
+LOOPS = {
+    "fa1": {
+        "qk_step": ({"sm_90": [0x2ac0], "sm_80": [0x25a0], "sm_86": [0x2520]}, 16),
+        "pv_step": ({"sm_90": [0x4b40], "sm_80": [0x41f0], "sm_86": [0x4130]}, 16),
+        "qload_step": ({"sm_90": [0x1840], "sm_80": [0x1630], "sm_86": [0x15c0]}, 16),
+        "kvload_step": ({"sm_90": [0x0910], "sm_80": [0x0870], "sm_86": [0x07c0]}, 16),
+        "exp_step": ({"sm_90": [0x3720], "sm_80": [0x2f30], "sm_86": [0x2e80]}, 4),
+    },
+    "fa2": {
+        "p1_chunk": ({"sm_90": [0x21a0], "sm_80": [0x2120], "sm_86": [0x2090]}, 16),
+        "p2_step": ({"sm_90": [0x37e0], "sm_80": [0x3570], "sm_86": [0x34e0]}, 16),
+        "row_step": ({"sm_90": [0x4b70, 0x5f20], "sm_80": [0x46a0, 0x58c0], "sm_86": [0x4670, 0x58e0]}, 16),
+        "p4_chunk": ({"sm_90": [0x4700], "sm_80": [0x4210], "sm_86": [0x41e0]}, 4),
+        "p6_step": ({"sm_90": [0x6c50], "sm_80": [0x64f0], "sm_86": [0x6510]}, 16),
+        "prologue": ({"sm_90": [0x0860], "sm_80": [0x07b0], "sm_86": [0x07b0]}, 16),
+        "epilogue": ({"sm_90": [0x7e40], "sm_80": [0x7610], "sm_86": [0x7690]}, 16),
+    },
+}
+
+
+@pytest.mark.parametrize("kernel", sorted(LOOPS))
+@pytest.mark.parametrize("arch", sorted(LISTING))
+def test_overheads_are_read_off_the_sass(kernel, arch):
+    listing = ROOT / LISTING[arch].format(k=kernel)
+    facts = get(kernel).arch[arch]
+    for name, (starts, steps) in LOOPS[kernel].items():
+        for start in starts[arch]:
+            n, counted = sass_loops.loops(listing)[start]
+            assert counted.total() - counted["rest"] >= steps          # the body holds the counted work of each step
+            assert facts.overheads[name] * steps == pytest.approx(sass_loops.overhead(listing, start)), (name, start)
+
+
+@pytest.mark.parametrize("kernel", sorted(LOOPS))
+def test_architectures_share_the_counted_work(kernel):
+    """The arithmetic and memory instructions of each loop body are the same on every architecture: only the
+    overheads differ."""
+    counts = {arch: [sass_loops.loops(ROOT / LISTING[arch].format(k=kernel))[s][1]
+                     for starts, _ in LOOPS[kernel].values() for s in starts[arch]] for arch in LISTING}
+    strip = lambda c: {k: v for k, v in c.items() if k != "rest"}
+    assert [strip(c) for c in counts["sm_80"]] == [strip(c) for c in counts["sm_90"]]
+    assert [strip(c) for c in counts["sm_86"]] == [strip(c) for c in counts["sm_90"]]
+
+
+@pytest.mark.parametrize("kernel", sorted(LOOPS))
+@pytest.mark.parametrize("arch", sorted(LISTING))
+def test_registers_are_ptxas(kernel, arch, tmp_path):
+    """Registers per thread as ptxas reports them for each build (skipped without nvcc)."""
+    import shutil
+
+    if not shutil.which("nvcc"):
+        pytest.skip("nvcc not on PATH")
+    out = subprocess.run(["nvcc", f"-arch={arch}", "-O3", "-cubin", "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"),
+                          str(ROOT / "perfmodel" / "kernels" / "csrc" / f"{kernel}.cu")],
+                         capture_output=True, text=True)
+    used = re.search(r"Used (\d+) registers", out.stderr)
+    assert used and int(used.group(1)) == get(kernel).arch[arch].regs
