@@ -7,7 +7,7 @@
 #   scripts/gpu_run.sh STEP [MAX_SECONDS]
 #   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | repeat-tc | sdpa-fresh | head-start-check
 #         | ncu | ncu-tc | ncu-dram | bench-tc | probe-pipes
-#         | probe-wgmma | probe-dispatch | probe-cold | trace-tc | sdpa-kernels | sdpa-calls | ncu-stalls
+#         | probe-wgmma | probe-dispatch | probe-cold | trace-tc | trace-tc-late | sdpa-kernels | sdpa-calls | ncu-stalls
 #         | ncu-sdpa-sass | ncu-flash-sass | probe-icache | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
 #   repeat-tc: time the whole fa2_tc grid again into fa2_tc.repeat.csv (the data's own repeatability)
 #   retime-tc: measure again the fa2_tc rows whose recorded timing was disturbed (measure --retime-unstable)
@@ -68,6 +68,7 @@ case $step in
   probe-dispatch) python3 scripts/probe_dispatch.py "$OUT/dispatch.json" ;;
   probe-cold) python3 scripts/probe_cold.py "$OUT/cold.json" ;;
   trace-tc) python3 scripts/trace_fa2_tc.py "$OUT/fa2_tc_trace.json" ;;
+  trace-tc-late) TRACE_SET=late python3 scripts/trace_fa2_tc.py "$OUT/fa2_tc_trace_late.json" ;;
   sdpa-kernels) python3 scripts/sdpa_kernels.py "$OUT/sdpa_kernels.json" ;;
   sdpa-calls) python3 scripts/sdpa_calls.py "$OUT/sdpa_calls.json" ;;
   ncu-stalls) bash scripts/ncu_sdpa_stalls.sh "$OUT" ;;

@@ -1,13 +1,17 @@
 """Per-block traces of fa2_tc launches: which SM each block ran on, when it started and ended, as JSON.
 
-    python3 scripts/trace_fa2_tc.py OUT.json
+    [TRACE_SET=late] python3 scripts/trace_fa2_tc.py OUT.json
 
 Builds csrc/fa2_tc_trace.cu (fa2_tc compiled with FA2TC_TRACE, its own extension module) and runs a list of
 problems, chosen where the model's causal scheduling is least sure: grids that fill one round, causal and not,
 tiles of 4 and 8 warps, and a few large grids. Each launch is traced five times after a warm-up. The spans (first
 block's start to last block's end) are the measurement: the recorded event times also hold the host's copy of
-the trace pointer into the module before each launch. Nothing here changes clocks.
+the trace pointer into the module before each launch. Nothing here changes clocks. TRACE_SET=late: instead, the
+causal launches the model predicts worst (examples/measurements/h100/fa2_tc.csv, held-out rows 17-23% fast), whose
+heavy blocks start after the first round or share their SM with two others.
 """
+
+import os
 
 from perfmodel.measure import build, probe
 
@@ -20,12 +24,17 @@ PROBLEMS = [
     (4, 16, 1024, 64, 64, 128, 4), (4, 16, 1024, 32, 128, 64, 4), (8, 1, 3000, 128, 128, 128, 8),
     (2, 8, 1000, 128, 64, 64, 4), (4, 16, 4096, 64, 128, 128, 4), (2, 16, 1000, 128, 64, 64, 4),
 ]
+LATE = [
+    (1, 16, 3000, 64, 128, 128, 4), (1, 16, 3000, 128, 128, 64, 4), (4, 16, 1024, 64, 128, 32, 4),
+    (8, 16, 333, 128, 128, 64, 4), (32, 8, 128, 128, 128, 64, 4), (1, 8, 8192, 128, 128, 64, 4),
+]
 
 
 def main(path):
+    which = os.environ.get("TRACE_SET", "first")
     torch, tool, ext = build.load_single("fa2_tc_trace.cu", "trace", deps=("fa2_tc.cu",))
     out = {"runs": []}
-    for B, H, N, d, Br, Bc, w in PROBLEMS:
+    for B, H, N, d, Br, Bc, w in (LATE if which == "late" else PROBLEMS):
         for causal in (False, True):
             g = torch.Generator(device="cuda").manual_seed(0)
             Q, K, V = (torch.randn((B, H, N, d), device="cuda", dtype=torch.float16, generator=g) for _ in range(3))

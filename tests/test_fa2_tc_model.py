@@ -65,6 +65,20 @@ def test_causal_tile_count_equals_a_literal_loop(N, Br, Bc):
     assert int(fa2_tc.kv_tiles(N, Br, Bc, False)[0]) == math.ceil(N / Br) * math.ceil(N / Bc)
 
 
+@pytest.mark.parametrize("N", [128, 333, 1000, 1024, 4096])
+@pytest.mark.parametrize("Br,Bc", [(128, 64), (128, 128), (64, 64), (128, 32)])
+def test_causal_first_touches_equal_a_literal_walk(N, Br, Bc):
+    """A causal block walks its key tiles from its diagonal down, one a step; a tile's first readers (all blocks
+    that reach it at the earliest step) miss L2, every later reader hits. The model's misses per head (path_load_miss
+    over the K and V loads, times the blocks) equal that literal count wherever Br >= Bc."""
+    Tr = math.ceil(N / Br)
+    last = [math.ceil(min(N, (i + 1) * Br) / Bc) - 1 for i in range(Tr)]   # a block's first (diagonal) tile
+    first_step = {t: min(l - t for l in last if l >= t) for t in range(last[-1] + 1)}
+    literal = sum(1 for l in last for t in range(l + 1) if l - t == first_step[t])
+    c = fa2_tc.head_counts_fa2(N, 64, Br, Bc, 4, True, 2, fa2_tc.ARCH["sm_90"].overheads)
+    assert float(c.path_load_miss) / 2 * Tr == pytest.approx(literal)
+
+
 def test_floor_sum_is_vectorised_and_exact():
     rng = np.random.default_rng(1)
     n, m, a, b = (rng.integers(0, 50, 200) for _ in range(4))

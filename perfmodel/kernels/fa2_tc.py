@@ -145,9 +145,12 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
     step = (Br / Bc / splits / tiles_b) * (-1 if heavy_first else 1) if causal else 0 * N
     # K/V loads a block waits on each tile (single-buffered). Without a mask the first round's blocks of a head start
     # together and walk the same tiles in step: each load is the first touch of its tile (DRAM). Causal blocks start
-    # at their own diagonal tiles: after its first tile, a block finds each tile in L2, fetched by the block it
-    # starts at. Blocks of later rounds find their tiles in L2 (later_miss_share below).
-    miss_free = np.maximum(tiles_b - 1, 0) * 2 if causal else 0 * tiles_b
+    # at their own diagonal tiles and walk down: a tile's first reader is the block whose first steps reach it, and
+    # every later reader finds it in L2. So a head misses each of its tiles once: cdiv(N, Bc) / blocks tiles a block
+    # (Br/Bc: a block's own diagonal tiles), at least its first. Blocks of later rounds find their tiles in L2
+    # (later_miss_share below).
+    miss_tiles = np.minimum(tiles_b, np.maximum(cdiv(N, Bc) / blocks_h, 1))
+    miss_free = (tiles_b - miss_tiles) * 2 if causal else 0 * tiles_b
     # split-KV: each split writes its partial O and row statistics in fp32; a second kernel, queued behind this one,
     # reads them back and writes O (flash_fwd_splitkv_combine_kernel: the preset's companion times its blocks)
     accum = np.where(splits > 1, splits * N * (d + 1) * 4, 0)

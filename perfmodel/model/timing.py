@@ -287,6 +287,12 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
                 kth = np.where(np.isinf(kth) & (seen >= k_th), block_work_at(s, hb, step, pos), kth)
             start = np.where(first_round & np.isfinite(kth), np.minimum(start, kth * tf), start)
         lone = join({k: v * s for k, v in thr_cycles(f32(1)).items()}, heavy_path, f32(1))
+        # Dispatched longest first, the blocks that start after the first round are the longest of their heads, and
+        # they land beside one another: traced (fa2_tc_trace_late.json), the last heads' heaviest blocks share their
+        # SMs with blocks of like work for most of their run. Such a block runs one full round's work at the full
+        # round's pace beside its mates (of mean work), then the rest of its work alone. Dispatched shortest first
+        # (SDPA flash), the last block keeps the lone pace.
+        lone = np.where((queue >= slots) & (step < 0), tf + (s - 1) / s * lone, lone)
         sm_cycles = np.where(spread > 1, np.maximum(sm_cycles, np.maximum(heavy_sm, start + lone)), sm_cycles)
     clock = f32(gpu.clock_hz)
     sm_time = sm_cycles / clock
