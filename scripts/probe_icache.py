@@ -8,6 +8,9 @@ one block of 4 warps per SM, two blocks per SM running the same body, and two bl
 copies of it (the SM's hot code is then twice the body, as when co-resident blocks of one kernel sit in different
 loops). Each warp reports the clock64 cycles of its passes; cycles per instruction is that over the instructions it
 issued. Shared memory that the kernel never touches sets how many blocks share an SM. Nothing here changes clocks.
+Then ("streams" runs) bodies of 4 to 32 KiB in 1 to 8 distinct copies, 2, 4 or 8 blocks per SM, each block in the
+copy its start order on the SM gives it: does the supply depend on the number of code streams, or only on the
+hot code they sum to?
 """
 
 from perfmodel.measure import build, probe
@@ -15,6 +18,7 @@ from perfmodel.measure import build, probe
 THREADS = 128
 INSTRUCTIONS = 1 << 22          # per warp per launch: ~2-4 ms at one FFMA a clock per scheduler
 MODES = ((1, False), (2, False), (2, True))      # (blocks per SM, two distinct bodies)
+STREAM_MODES = ((2, 1), (2, 2), (4, 1), (4, 2), (4, 4), (8, 1), (8, 2), (8, 4), (8, 8))   # (blocks per SM, streams)
 
 
 def main(path):
@@ -50,6 +54,34 @@ def main(path):
             out["runs"].append(row)
             print(f"bps {bps} two {int(two)} body {kb:4d} KiB  cycles/instruction {row['cpi_median']:.3f} "
                   f"(max {row['cpi_max']:.3f})  {row['event_ms']:.2f} ms", flush=True)
+    out["stream_runs"] = []
+    for bps, streams in STREAM_MODES:
+        smem = probe.smem_for_blocks_per_sm(smem_sm, bps)
+        grid = sm * bps
+        for kb in ext.stream_sizes():
+            per_pass = kb * 1024 // 16
+            iters = max(INSTRUCTIONS // per_pass, 1)
+            counter = torch.zeros(sm, dtype=torch.int32, device="cuda")
+            o = torch.empty(grid * THREADS, device="cuda")
+            cyc = torch.zeros(2 * grid * THREADS // 32, dtype=torch.int64, device="cuda")
+            smids = torch.zeros(grid, dtype=torch.int32, device="cuda")
+            ext.run_streams(kb, grid, THREADS, smem, 2, streams, counter, o, cyc, smids)    # warm-up
+            counter.zero_()
+            ext.run_streams(kb, grid, THREADS, smem, iters, streams, counter, o, cyc, smids)
+            torch.cuda.synchronize()
+            t = cyc.cpu().numpy().reshape(grid, THREADS // 32, 2)
+            where = smids.cpu().numpy()
+            # per SM: the instructions its warps issued over the span from their first start to their last end
+            ipc = []
+            for s_ in np.unique(where):
+                w = t[where == s_]
+                ipc.append(w.shape[0] * w.shape[1] * iters * per_pass / ((w[..., 1].max() - w[..., 0].min()) * 4))
+            row = {"body_kib": kb, "blocks_per_sm": bps, "streams": streams, "hot_code_kib": kb * streams,
+                   "iters": iters, "ipc_per_scheduler": float(np.median(ipc)), "ipc_min": float(np.min(ipc)),
+                   "blocks_started_per_sm_max": int(counter.max().item())}
+            out["stream_runs"].append(row)
+            print(f"bps {bps} streams {streams} body {kb:3d} KiB hot {kb * streams:4d} KiB  "
+                  f"IPC/scheduler {row['ipc_per_scheduler']:.3f}", flush=True)
     probe.write_record(path, torch, tool, out)
 
 

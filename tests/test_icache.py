@@ -38,6 +38,23 @@ def test_probe_finds_two_levels_of_instruction_cache(gpu):
     assert all(cpi(2, False, k) < 2.4 for k in (40, 64, 96))
 
 
+def test_supply_depends_on_hot_code_not_on_the_number_of_streams():
+    """The streams runs (examples/measurements/h100/probe/icache.json, stream_runs): 2 to 8 blocks per SM, each in
+    one of 1 to 8 distinct bodies, the instruction supply per scheduler over each SM's span. Up to 32 KiB of hot
+    code every scheduler issues about one a clock, however many streams. Beyond it, where every block runs its own
+    body, the supply is 0.42-0.44 a clock per scheduler for 2, 4 and 8 streams alike up to 128 KiB (the second
+    level), and falls below 0.40 from 192 KiB. Blocks sharing a body share its fetched lines: two blocks a body
+    issue about twice that (0.74-0.88). So more streams do not by themselves slow the supply; the hot code does."""
+    runs = json.load(open(H100 / "probe" / "icache.json"))["stream_runs"]
+    ipc = {(r["blocks_per_sm"], r["streams"], r["body_kib"]): r["ipc_per_scheduler"] for r in runs}
+    assert all(v > 0.9 for (b, s, k), v in ipc.items() if s * k <= 32)
+    own = [v for (b, s, k), v in ipc.items() if b == s and 32 < s * k <= 128]
+    assert len(own) >= 8 and all(0.41 < v < 0.45 for v in own)
+    assert all(v < 0.40 for (b, s, k), v in ipc.items() if b == s and s * k >= 192)
+    shared = [v for (b, s, k), v in ipc.items() if b == 2 * s and s * k > 32]
+    assert shared and all(0.7 < v < 0.9 for v in shared)
+
+
 def flash_launch(tag):
     """(code KiB, executed warp instructions per scheduler-cycle, share of stall samples waiting on an instruction
     fetch) of one profiled flash launch (B32 H16 fp16, examples/measurements/h100/flash_sass)."""

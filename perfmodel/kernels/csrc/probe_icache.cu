@@ -47,6 +47,56 @@ __global__ void icache_kernel(float x, float y, int iters, int two, int* __restr
     if ((threadIdx.x & 31) == 0) cycles[blockIdx.x * warps + warp] = t1 - t0;
 }
 
+// icache_streams_kernel<KB>: the same, with `streams` (1 to 8) distinct copies of the body: the blocks of an SM take
+// copies 0, 1, 2, ... in the order they start there, so an SM running S blocks of S streams holds S * KB KiB of hot
+// code, as when more than two co-resident blocks (or their warps) sit in different loops. The copies differ in an
+// immediate operand (FFMA R, R, imm, R), so their instruction bytes differ.
+template <int KB, int COPY>
+__device__ __forceinline__ void body_imm(float (&a)[8], float x) {
+#pragma unroll
+    for (int i = 0; i < KB * 8; ++i) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) a[j] = fmaf(a[j], x, 1e-7f * (COPY + 1));
+    }
+}
+
+template <int KB>
+__global__ void icache_streams_kernel(float x, int iters, int streams, int* __restrict__ counter,
+                                      float* __restrict__ out, long long* __restrict__ cycles,
+                                      int* __restrict__ smids) {
+    __shared__ int role;
+    if (threadIdx.x == 0) {
+        unsigned sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        role = atomicAdd(counter + sm, 1) % streams;
+        smids[blockIdx.x] = (int)sm;
+    }
+    __syncthreads();
+    float a[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) a[j] = threadIdx.x * 1e-3f + j;
+    const long long t0 = clock64();
+    switch (role) {
+#define PERFMODEL_ICACHE_ROLE(C) \
+        case C: for (int it = 0; it < iters; ++it) body_imm<KB, C>(a, x); break;
+        PERFMODEL_ICACHE_ROLE(0) PERFMODEL_ICACHE_ROLE(1) PERFMODEL_ICACHE_ROLE(2) PERFMODEL_ICACHE_ROLE(3)
+        PERFMODEL_ICACHE_ROLE(4) PERFMODEL_ICACHE_ROLE(5) PERFMODEL_ICACHE_ROLE(6) PERFMODEL_ICACHE_ROLE(7)
+#undef PERFMODEL_ICACHE_ROLE
+    }
+    const long long t1 = clock64();
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) s += a[j];
+    const int warps = blockDim.x >> 5, warp = threadIdx.x >> 5;
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+    if ((threadIdx.x & 31) == 0) {          // the SM's own clock: a span per SM from its warps' first start to last end
+        cycles[2 * (blockIdx.x * warps + warp)] = t0;
+        cycles[2 * (blockIdx.x * warps + warp) + 1] = t1;
+    }
+}
+
+#define PERFMODEL_ICACHE_STREAM_SIZES(X) X(4) X(8) X(12) X(16) X(24) X(32)
+
 #define PERFMODEL_ICACHE_SIZES(X) X(4) X(8) X(16) X(24) X(32) X(40) X(48) X(52) X(56) X(60) X(64) X(72) X(80) X(96) X(128)
 
 #ifndef PERFMODEL_NO_TORCH
@@ -77,6 +127,39 @@ static void run(int kb, int grid, int threads, int smem_bytes, int iters, bool t
     TORCH_CHECK(e == cudaSuccess, "probe_icache: ", cudaGetErrorString(e));
 }
 
+// the same with `streams` distinct bodies (icache_streams_kernel)
+// cycles: int64[2 * grid * threads / 32] (each warp's start and end clock64); smids: int32[grid]
+static void run_streams(int kb, int grid, int threads, int smem_bytes, int iters, int streams, torch::Tensor counter,
+                        torch::Tensor out, torch::Tensor cycles, torch::Tensor smids) {
+    TORCH_CHECK(counter.is_cuda() && out.is_cuda() && cycles.is_cuda(), "probe_icache: CUDA tensors");
+    TORCH_CHECK(streams >= 1 && streams <= 8, "probe_icache: 1 to 8 streams");
+    TORCH_CHECK(out.numel() >= (int64_t)grid * threads && cycles.numel() >= (int64_t)grid * threads / 16 &&
+                smids.numel() >= grid, "probe_icache: output too small");
+    auto stream = at::cuda::getCurrentCUDAStream();
+    bool found = false;
+#define PERFMODEL_ICACHE_LAUNCH_S(K)                                                                                 \
+    if (kb == K) {                                                                                                   \
+        cudaFuncSetAttribute(icache_streams_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);    \
+        icache_streams_kernel<K><<<grid, threads, smem_bytes, stream>>>(1.0001f, iters, streams,                   \
+            counter.data_ptr<int>(), out.data_ptr<float>(), reinterpret_cast<long long*>(cycles.data_ptr<int64_t>()), \
+            smids.data_ptr<int>());                                                                                  \
+        found = true;                                                                                                \
+    }
+    PERFMODEL_ICACHE_STREAM_SIZES(PERFMODEL_ICACHE_LAUNCH_S)
+#undef PERFMODEL_ICACHE_LAUNCH_S
+    TORCH_CHECK(found, "probe_icache: no streams body of ", kb, " KiB compiled");
+    const cudaError_t e = cudaGetLastError();
+    TORCH_CHECK(e == cudaSuccess, "probe_icache: ", cudaGetErrorString(e));
+}
+
+static std::vector<int64_t> stream_sizes() {
+    std::vector<int64_t> v;
+#define PERFMODEL_ICACHE_LIST_S(K) v.push_back(K);
+    PERFMODEL_ICACHE_STREAM_SIZES(PERFMODEL_ICACHE_LIST_S)
+#undef PERFMODEL_ICACHE_LIST_S
+    return v;
+}
+
 static std::vector<int64_t> sizes() {
     std::vector<int64_t> v;
 #define PERFMODEL_ICACHE_LIST(K) v.push_back(K);
@@ -88,9 +171,14 @@ static std::vector<int64_t> sizes() {
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("run", &run, "icache_kernel<kb> over grid blocks");
     m.def("sizes", &sizes, "the body sizes compiled, KiB");
+    m.def("run_streams", &run_streams, "icache_streams_kernel<kb> over grid blocks, `streams` distinct bodies");
+    m.def("stream_sizes", &stream_sizes, "the body sizes of the streams kernel, KiB");
 }
 #else
 // compile check without torch: instantiate every size
 #define PERFMODEL_ICACHE_INST(K) template __global__ void icache_kernel<K>(float, float, int, int, int*, float*, long long*);
 PERFMODEL_ICACHE_SIZES(PERFMODEL_ICACHE_INST)
+#define PERFMODEL_ICACHE_INST_S(K) \
+    template __global__ void icache_streams_kernel<K>(float, int, int, int*, float*, long long*, int*);
+PERFMODEL_ICACHE_STREAM_SIZES(PERFMODEL_ICACHE_INST_S)
 #endif
