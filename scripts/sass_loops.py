@@ -13,7 +13,7 @@ COUNTED = ("FFMA", "FMUL", "FADD", "FMNMX", "MUFU", "LDS", "STS", "LDG", "STG")
 
 
 def instructions(path):
-    """(address, opcode) of every instruction of the listing."""
+    """(address, opcode, text) of every instruction of the listing."""
     out = []
     for line in open(path):
         m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", line)

@@ -292,8 +292,8 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         # SMs with blocks of like work for most of their run. Such a block runs one full round's work at the full
         # round's pace beside its mates (of mean work), then the rest of its work alone. Dispatched shortest first
         # (SDPA flash), the last block keeps the lone pace.
-        lone = np.where((queue >= slots) & (step < 0), tf + (s - 1) / s * lone, lone)
-        sm_cycles = np.where(spread > 1, np.maximum(sm_cycles, np.maximum(heavy_sm, start + lone)), sm_cycles)
+        run = np.where((queue >= slots) & (step < 0), tf + (s - 1) / s * lone, lone)
+        sm_cycles = np.where(spread > 1, np.maximum(sm_cycles, np.maximum(heavy_sm, start + run)), sm_cycles)
     clock = f32(gpu.clock_hz)
     sm_time = sm_cycles / clock
     times = {k: (full_rounds * parts_f[k] + parts_l[k]) / clock for k in parts_f}
