@@ -24,7 +24,7 @@ STREAM_MODES = ((2, 1), (2, 2), (4, 1), (4, 2), (4, 4), (8, 1), (8, 2), (8, 4), 
 def main(path):
     import numpy as np
 
-    torch, tool, ext = build.load_single("probe_icache.cu", "icache")
+    torch, tool, ext = build.load_single("probe_icache.cu", "icache", deps=("sm_timer.cuh",))
     props = torch.cuda.get_device_properties(0)
     sm = props.multi_processor_count
     smem_sm = props.shared_memory_per_multiprocessor

@@ -32,7 +32,7 @@ LATE = [
 
 def main(path):
     which = os.environ.get("TRACE_SET", "first")
-    torch, tool, ext = build.load_single("fa2_tc_trace.cu", "trace", deps=("fa2_tc.cu",))
+    torch, tool, ext = build.load_single("fa2_tc_trace.cu", "trace", deps=("fa2_tc.cu", "sm_timer.cuh"))
     out = {"runs": []}
     for B, H, N, d, Br, Bc, w in (LATE if which == "late" else PROBLEMS):
         for causal in (False, True):

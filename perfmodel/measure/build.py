@@ -17,7 +17,7 @@ from pathlib import Path
 from perfmodel.errors import InputError
 
 SOURCES = ["binding.cpp", "fa1.cu", "fa2.cu", "fa2_tc.cu", "probe.cu"]
-HEADERS = ["probe_mma.cuh"]     # included by the sources: part of the build's hash
+HEADERS = ["probe_mma.cuh", "sm_timer.cuh"]     # included by the sources: part of the build's hash
 CUDA_FLAGS = ["-O3", "-lineinfo"]
 STALE_LOCK_S = 600   # a build of these sources takes well under this
 
@@ -118,6 +118,7 @@ def load_single(source: str, tag: str, deps=(), arch: str | None = None):
     h = hashlib.sha256(b"".join(p.read_bytes() for p in paths) + torch.__version__.encode()).hexdigest()[:12]
     root = Path(os.environ.get("PERFMODEL_BUILD_DIR", Path.home() / ".cache" / "perfmodel")) / f"{tag}_{h}"
     root.mkdir(parents=True, exist_ok=True)
+    _clear_stale_lock(root)
     ext = cpp_extension.load(name=f"perfmodel_{tag}_{h}", sources=[str(paths[0])], build_directory=str(root),
                              extra_cuda_cflags=["-O3", "-std=c++17", f"-I{csrc_dir()}"], verbose=False)
     return torch, tool, ext

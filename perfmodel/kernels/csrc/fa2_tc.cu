@@ -67,17 +67,14 @@
 #include <type_traits>
 #include <vector>
 
+#include "sm_timer.cuh"
+
 namespace fa2tc {
 
 #ifdef FA2TC_TRACE
 // Trace builds only (scripts/trace_fa2_tc.py, csrc/fa2_tc_trace.cu): each block writes its SM and its start and end
 // on the global timer (ns) to trace[3 * linear block id + {0, 1, 2}]. The measured kernels are built without it.
 __device__ unsigned long long* trace_buf;
-__device__ __forceinline__ unsigned long long trace_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
 #endif
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
@@ -202,7 +199,7 @@ __global__ void __launch_bounds__(WARPS * 32)
     const uint32_t sQ = smem_addr(smem), sK = sQ + BR * ROWB, sV = sK + BC * ROWB;
 
 #ifdef FA2TC_TRACE
-    const unsigned long long trace_t0 = trace_ns();
+    const unsigned long long trace_t0 = global_ns();
 #endif
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BR;
@@ -383,12 +380,11 @@ __global__ void __launch_bounds__(WARPS * 32)
 #ifdef FA2TC_TRACE
     __syncthreads();
     if (tid == 0) {
-        unsigned s;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+        const unsigned s = sm_id();
         unsigned long long* t = trace_buf + 3 * (blockIdx.x + (size_t)gridDim.x * (blockIdx.y + (size_t)gridDim.y * blockIdx.z));
         t[0] = s;
         t[1] = trace_t0;
-        t[2] = trace_ns();
+        t[2] = global_ns();
     }
 #endif
 }

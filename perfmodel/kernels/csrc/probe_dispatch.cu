@@ -9,17 +9,7 @@
 #include <cuda_runtime.h>
 #include <cstdint>
 
-__device__ __forceinline__ unsigned long long global_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-__device__ __forceinline__ int sm_id() {
-    int s;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-    return s;
-}
+#include "sm_timer.cuh"
 
 __global__ void probe_dispatch_kernel(const int* __restrict__ work, int* smid, unsigned long long* t0,
                                       unsigned long long* t1, float* sink, int mode) {
@@ -43,7 +33,7 @@ __global__ void probe_dispatch_kernel(const int* __restrict__ work, int* smid, u
     smem[threadIdx.x] = s;
     __syncthreads();
     if (threadIdx.x == 0) {
-        smid[blockIdx.x] = sm_id();
+        smid[blockIdx.x] = (int)sm_id();
         t0[blockIdx.x] = start;
         t1[blockIdx.x] = global_ns();
         if (smem[blockDim.x - 1] == -1.f) sink[0] = s;      // never true: keeps the spin

@@ -10,6 +10,8 @@
 #include <cuda_runtime.h>
 #include <cstdint>
 
+#include "sm_timer.cuh"
+
 template <int KB, int COPY>
 __device__ __forceinline__ void body(float (&a)[8], float x, float y) {
 #pragma unroll
@@ -23,11 +25,7 @@ template <int KB>
 __global__ void icache_kernel(float x, float y, int iters, int two, int* __restrict__ counter,
                               float* __restrict__ out, long long* __restrict__ cycles) {
     __shared__ int role;
-    if (threadIdx.x == 0) {
-        unsigned sm;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-        role = two ? (atomicAdd(counter + sm, 1) & 1) : 0;
-    }
+    if (threadIdx.x == 0) role = two ? (atomicAdd(counter + sm_id(), 1) & 1) : 0;
     __syncthreads();
     float a[8];
 #pragma unroll
@@ -66,8 +64,7 @@ __global__ void icache_streams_kernel(float x, int iters, int streams, int* __re
                                       int* __restrict__ smids) {
     __shared__ int role;
     if (threadIdx.x == 0) {
-        unsigned sm;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        const unsigned sm = sm_id();
         role = atomicAdd(counter + sm, 1) % streams;
         smids[blockIdx.x] = (int)sm;
     }
