@@ -5,10 +5,11 @@
 # first and new rows are appended to the copy; copy it back into the repo afterwards.
 #
 #   scripts/gpu_run.sh STEP [MAX_SECONDS]
-#   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | repeat-tc | sdpa-fresh | head-start-check
+#   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | repeat-tc | power-check | sdpa-fresh | head-start-check
 #         | ncu | ncu-tc | ncu-dram | bench-tc | probe-pipes
 #         | probe-wgmma | probe-dispatch | probe-cold | trace-tc | trace-tc-late | sdpa-kernels | sdpa-calls | ncu-stalls
 #         | ncu-sdpa-sass | ncu-flash-sass | probe-icache | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
+#   power-check: long fa2_tc launches with the SM clock and power sampled (examples/grids/power-check.yaml)
 #   repeat-tc: time the whole fa2_tc grid again into fa2_tc.repeat.csv (the data's own repeatability)
 #   retime-tc: measure again the fa2_tc rows whose recorded timing was disturbed (measure --retime-unstable)
 #   PACK=1: pack everything under $OUT into $OUT/out.tar.gz at the end (a lent machine returns at most 8 files)
@@ -48,6 +49,12 @@ case $step in
   sdpa-flash|sdpa-cudnn) measure $step examples/grids/$grids-sdpa.yaml ;;
   retime-tc)
     measure fa2_tc examples/grids/$grids-fa2_tc.yaml --retime-unstable ;;
+  power-check)        # long launches timed while nvidia-smi samples SM clock and power every 50 ms
+    nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,power.limit,temperature.gpu \
+      --format=csv,noheader -lms 50 > "$OUT/power-check.smi.csv" &
+    smi=$!
+    pm measure --kernel fa2_tc --grid examples/grids/power-check.yaml --out "$OUT/power-check.csv" --max-seconds "$max_s"
+    kill $smi ;;
   repeat-tc)          # the whole fa2_tc grid timed again from scratch, in a second file (examples/repeatability.py)
     pm measure --kernel fa2_tc --grid examples/grids/$grids-fa2_tc.yaml --out "$OUT/fa2_tc.repeat.csv" \
       --max-seconds "$max_s" ;;
