@@ -23,6 +23,22 @@ def test_predict_table():
         assert needle in out
 
 
+def test_readme_quick_start_output_is_what_predict_prints():
+    """The README's quick-start block shows this command's output: its work, launch, resource, time and basis lines
+    are what predict prints now (the block had gone stale once)."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    start = readme.index("```text\nfa1 on NVIDIA GeForce RTX 3090")
+    block = readme[start + len("```text\n"):readme.index("```", start + 7)]
+    code, out, _ = run(PRED)
+    assert code == 0
+    keys = ("FLOPs", "DRAM bytes", "L2 bytes", "shared", "launch:", "latency", "smem", "issue", "fp32", "sfu",
+            "l2 ", "dram ", "predicted time:", "constants:", "note:")
+    pick = lambda text: [" ".join(l.split()) for l in text.splitlines() if l.strip().startswith(keys)]
+    assert pick(block) == pick(out)
+
+
 @pytest.mark.parametrize("extra", [[], ["--model", "seed"], ["--kernel", "fa2"], ["--kernel", "fa2", "--pad", "0"]])
 def test_predict_json_keys(extra):
     code, out, _ = run(PRED + ["--json"] + extra)
