@@ -21,6 +21,18 @@ MODES = ((1, False), (2, False), (2, True))      # (blocks per SM, two distinct 
 STREAM_MODES = ((2, 1), (2, 2), (4, 1), (4, 2), (4, 4), (8, 1), (8, 2), (8, 4), (8, 8))   # (blocks per SM, streams)
 
 
+def passes(kb):
+    """(FFMAs in one pass of a kb-KiB body, passes that make INSTRUCTIONS per warp)."""
+    per_pass = kb * 1024 // 16
+    return per_pass, max(INSTRUCTIONS // per_pass, 1)
+
+
+def buffers(torch, sm, grid, stamps):
+    """The kernels' outputs: per-SM start counters, per-thread sums, ``stamps`` clock64 values per warp."""
+    return (torch.zeros(sm, dtype=torch.int32, device="cuda"), torch.empty(grid * THREADS, device="cuda"),
+            torch.zeros(stamps * grid * THREADS // 32, dtype=torch.int64, device="cuda"))
+
+
 def main(path):
     import numpy as np
 
@@ -33,11 +45,8 @@ def main(path):
         smem = probe.smem_for_blocks_per_sm(smem_sm, bps)
         grid = sm * bps
         for kb in ext.sizes():
-            per_pass = kb * 1024 // 16                               # FFMAs in one pass of the body
-            iters = max(INSTRUCTIONS // per_pass, 1)
-            counter = torch.zeros(sm, dtype=torch.int32, device="cuda")
-            o = torch.empty(grid * THREADS, device="cuda")
-            cyc = torch.zeros(grid * THREADS // 32, dtype=torch.int64, device="cuda")
+            per_pass, iters = passes(kb)
+            counter, o, cyc = buffers(torch, sm, grid, 1)
             ext.run(kb, grid, THREADS, smem, 2, two, counter, o, cyc)                   # warm-up
             counter.zero_()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -59,11 +68,8 @@ def main(path):
         smem = probe.smem_for_blocks_per_sm(smem_sm, bps)
         grid = sm * bps
         for kb in ext.stream_sizes():
-            per_pass = kb * 1024 // 16
-            iters = max(INSTRUCTIONS // per_pass, 1)
-            counter = torch.zeros(sm, dtype=torch.int32, device="cuda")
-            o = torch.empty(grid * THREADS, device="cuda")
-            cyc = torch.zeros(2 * grid * THREADS // 32, dtype=torch.int64, device="cuda")
+            per_pass, iters = passes(kb)
+            counter, o, cyc = buffers(torch, sm, grid, 2)
             smids = torch.zeros(grid, dtype=torch.int32, device="cuda")
             ext.run_streams(kb, grid, THREADS, smem, 2, streams, counter, o, cyc, smids)    # warm-up
             counter.zero_()

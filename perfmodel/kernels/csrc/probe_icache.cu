@@ -12,6 +12,19 @@
 
 #include "sm_timer.cuh"
 
+// every warp starts its 8 accumulators from its thread index and writes their sum, so that no FFMA is dead code
+__device__ __forceinline__ void start_values(float (&a)[8]) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) a[j] = threadIdx.x * 1e-3f + j;
+}
+
+__device__ __forceinline__ void write_sum(const float (&a)[8], float* __restrict__ out) {
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) s += a[j];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
 template <int KB, int COPY>
 __device__ __forceinline__ void body(float (&a)[8], float x, float y) {
 #pragma unroll
@@ -28,8 +41,7 @@ __global__ void icache_kernel(float x, float y, int iters, int two, int* __restr
     if (threadIdx.x == 0) role = two ? (atomicAdd(counter + sm_id(), 1) & 1) : 0;
     __syncthreads();
     float a[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) a[j] = threadIdx.x * 1e-3f + j;
+    start_values(a);
     const long long t0 = clock64();
     if (role == 0) {
         for (int it = 0; it < iters; ++it) body<KB, 0>(a, x, y);
@@ -37,11 +49,8 @@ __global__ void icache_kernel(float x, float y, int iters, int two, int* __restr
         for (int it = 0; it < iters; ++it) body<KB, 1>(a, x, y);
     }
     const long long t1 = clock64();
-    float s = 0.f;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) s += a[j];
+    write_sum(a, out);
     const int warps = blockDim.x >> 5, warp = threadIdx.x >> 5;
-    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
     if ((threadIdx.x & 31) == 0) cycles[blockIdx.x * warps + warp] = t1 - t0;
 }
 
@@ -70,8 +79,7 @@ __global__ void icache_streams_kernel(float x, int iters, int streams, int* __re
     }
     __syncthreads();
     float a[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) a[j] = threadIdx.x * 1e-3f + j;
+    start_values(a);
     const long long t0 = clock64();
     switch (role) {
 #define PERFMODEL_ICACHE_ROLE(C) \
@@ -81,11 +89,8 @@ __global__ void icache_streams_kernel(float x, int iters, int streams, int* __re
 #undef PERFMODEL_ICACHE_ROLE
     }
     const long long t1 = clock64();
-    float s = 0.f;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) s += a[j];
+    write_sum(a, out);
     const int warps = blockDim.x >> 5, warp = threadIdx.x >> 5;
-    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
     if ((threadIdx.x & 31) == 0) {          // the SM's own clock: a span per SM from its warps' first start to last end
         cycles[2 * (blockIdx.x * warps + warp)] = t0;
         cycles[2 * (blockIdx.x * warps + warp) + 1] = t1;
@@ -100,70 +105,63 @@ __global__ void icache_streams_kernel(float x, int iters, int streams, int* __re
 #include <torch/extension.h>
 #include <ATen/cuda/CUDAContext.h>
 
+// counter: int32[SMs] zeros; out: float[grid * threads]; cycles: int64[stamps per warp * grid * threads / 32]
+static void check_outputs(const torch::Tensor& counter, const torch::Tensor& out, const torch::Tensor& cycles,
+                          int grid, int threads, int stamps) {
+    TORCH_CHECK(counter.is_cuda() && out.is_cuda() && cycles.is_cuda(), "probe_icache: CUDA tensors");
+    TORCH_CHECK(out.numel() >= (int64_t)grid * threads && cycles.numel() >= (int64_t)stamps * grid * threads / 32,
+                "probe_icache: output too small");
+}
+
 // grid blocks of `threads` threads, each asking for smem_bytes of dynamic shared memory (which sets how many share
-// an SM); counter: int32[SMs] zeros; out: float[grid * threads]; cycles: int64[grid * threads / 32]
+// an SM), on the current stream; the launch's error checked
+template <typename Kernel, typename... Args>
+static void launch(Kernel kernel, int grid, int threads, int smem_bytes, Args... args) {
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+    kernel<<<grid, threads, smem_bytes, at::cuda::getCurrentCUDAStream()>>>(args...);
+    const cudaError_t e = cudaGetLastError();
+    TORCH_CHECK(e == cudaSuccess, "probe_icache: ", cudaGetErrorString(e));
+}
+
+// icache_kernel<kb>; cycles: one stamp per warp (its passes' clock64 cycles)
 static void run(int kb, int grid, int threads, int smem_bytes, int iters, bool two, torch::Tensor counter,
                 torch::Tensor out, torch::Tensor cycles) {
-    TORCH_CHECK(counter.is_cuda() && out.is_cuda() && cycles.is_cuda(), "probe_icache: CUDA tensors");
-    TORCH_CHECK(out.numel() >= (int64_t)grid * threads && cycles.numel() >= (int64_t)grid * threads / 32,
-                "probe_icache: output too small");
-    auto stream = at::cuda::getCurrentCUDAStream();
+    check_outputs(counter, out, cycles, grid, threads, 1);
     bool found = false;
 #define PERFMODEL_ICACHE_LAUNCH(K)                                                                                   \
     if (kb == K) {                                                                                                   \
-        cudaFuncSetAttribute(icache_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);            \
-        icache_kernel<K><<<grid, threads, smem_bytes, stream>>>(1.0001f, 1e-7f, iters, two ? 1 : 0,                \
-            counter.data_ptr<int>(), out.data_ptr<float>(),                   \
-            reinterpret_cast<long long*>(cycles.data_ptr<int64_t>()));                            \
+        launch(icache_kernel<K>, grid, threads, smem_bytes, 1.0001f, 1e-7f, iters, two ? 1 : 0,                      \
+               counter.data_ptr<int>(), out.data_ptr<float>(), reinterpret_cast<long long*>(cycles.data_ptr<int64_t>())); \
         found = true;                                                                                                \
     }
     PERFMODEL_ICACHE_SIZES(PERFMODEL_ICACHE_LAUNCH)
 #undef PERFMODEL_ICACHE_LAUNCH
     TORCH_CHECK(found, "probe_icache: no body of ", kb, " KiB compiled");
-    const cudaError_t e = cudaGetLastError();
-    TORCH_CHECK(e == cudaSuccess, "probe_icache: ", cudaGetErrorString(e));
 }
 
-// the same with `streams` distinct bodies (icache_streams_kernel)
-// cycles: int64[2 * grid * threads / 32] (each warp's start and end clock64); smids: int32[grid]
+// icache_streams_kernel<kb> with `streams` distinct bodies; cycles: two stamps per warp (its start and end
+// clock64); smids: int32[grid]
 static void run_streams(int kb, int grid, int threads, int smem_bytes, int iters, int streams, torch::Tensor counter,
                         torch::Tensor out, torch::Tensor cycles, torch::Tensor smids) {
-    TORCH_CHECK(counter.is_cuda() && out.is_cuda() && cycles.is_cuda(), "probe_icache: CUDA tensors");
+    check_outputs(counter, out, cycles, grid, threads, 2);
     TORCH_CHECK(streams >= 1 && streams <= 8, "probe_icache: 1 to 8 streams");
-    TORCH_CHECK(out.numel() >= (int64_t)grid * threads && cycles.numel() >= (int64_t)grid * threads / 16 &&
-                smids.numel() >= grid, "probe_icache: output too small");
-    auto stream = at::cuda::getCurrentCUDAStream();
+    TORCH_CHECK(smids.is_cuda() && smids.numel() >= grid, "probe_icache: smids too small");
     bool found = false;
 #define PERFMODEL_ICACHE_LAUNCH_S(K)                                                                                 \
     if (kb == K) {                                                                                                   \
-        cudaFuncSetAttribute(icache_streams_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);    \
-        icache_streams_kernel<K><<<grid, threads, smem_bytes, stream>>>(1.0001f, iters, streams,                   \
-            counter.data_ptr<int>(), out.data_ptr<float>(), reinterpret_cast<long long*>(cycles.data_ptr<int64_t>()), \
-            smids.data_ptr<int>());                                                                                  \
+        launch(icache_streams_kernel<K>, grid, threads, smem_bytes, 1.0001f, iters, streams, counter.data_ptr<int>(), \
+               out.data_ptr<float>(), reinterpret_cast<long long*>(cycles.data_ptr<int64_t>()), smids.data_ptr<int>()); \
         found = true;                                                                                                \
     }
     PERFMODEL_ICACHE_STREAM_SIZES(PERFMODEL_ICACHE_LAUNCH_S)
 #undef PERFMODEL_ICACHE_LAUNCH_S
     TORCH_CHECK(found, "probe_icache: no streams body of ", kb, " KiB compiled");
-    const cudaError_t e = cudaGetLastError();
-    TORCH_CHECK(e == cudaSuccess, "probe_icache: ", cudaGetErrorString(e));
 }
 
-static std::vector<int64_t> stream_sizes() {
-    std::vector<int64_t> v;
-#define PERFMODEL_ICACHE_LIST_S(K) v.push_back(K);
-    PERFMODEL_ICACHE_STREAM_SIZES(PERFMODEL_ICACHE_LIST_S)
-#undef PERFMODEL_ICACHE_LIST_S
-    return v;
-}
-
-static std::vector<int64_t> sizes() {
-    std::vector<int64_t> v;
-#define PERFMODEL_ICACHE_LIST(K) v.push_back(K);
-    PERFMODEL_ICACHE_SIZES(PERFMODEL_ICACHE_LIST)
-#undef PERFMODEL_ICACHE_LIST
-    return v;
-}
+#define PERFMODEL_ICACHE_ITEM(K) K,
+static std::vector<int64_t> sizes() { return {PERFMODEL_ICACHE_SIZES(PERFMODEL_ICACHE_ITEM)}; }
+static std::vector<int64_t> stream_sizes() { return {PERFMODEL_ICACHE_STREAM_SIZES(PERFMODEL_ICACHE_ITEM)}; }
+#undef PERFMODEL_ICACHE_ITEM
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("run", &run, "icache_kernel<kb> over grid blocks");
