@@ -5,7 +5,6 @@ rank correlation over tiles and its tile advice, computed exactly as `perfmodel 
 score the model. No model can be expected to rank tiles better against one run than the other run does. The model
 (fitted on the first run's training split only) is scored against both runs' held-out rows beside it.
 Writes examples/benchmarks/repeatability_fa2_tc.json. Run from the repository root: python examples/repeatability.py"""
-import collections
 import json
 from pathlib import Path
 
@@ -27,19 +26,8 @@ def by_config(ev):
 
 def tile_advice(ranked, truth, groups):
     """Share of problems whose fastest by ``ranked`` is the fastest by ``truth``; share and worst slowdown of the
-    pick against the fastest."""
-    idx = collections.defaultdict(list)
-    for i, g in enumerate(groups):
-        idx[g].append(i)
-    hits, slow = 0, []
-    for ii in idx.values():
-        if len(ii) < 3:
-            continue
-        ii = np.array(ii)
-        pick, best = ii[np.argmin(ranked[ii])], ii[np.argmin(truth[ii])]
-        hits += pick == best
-        slow.append(truth[pick] / truth[best] - 1)
-    slow = np.array(slow)
+    pick against the fastest (validate.best_picks, as examples/tile_advice.py scores the model)."""
+    hits, slow = validate.best_picks(groups, ranked, truth)
     return {"problems": len(slow), "share_best": float(hits / len(slow)),
             "within_5_percent": float((slow <= 0.05).mean()), "worst_slowdown": float(slow.max())}
 

@@ -2,7 +2,6 @@
 or more measured tile instances, compare the tile the model ranks fastest (among the measured ones, which is what
 `perfmodel sweep --best` chooses from) with the measured fastest. Writes examples/benchmarks/tile_advice_fa2_tc.json.
 Run from the repository root: python examples/tile_advice.py"""
-import collections
 import json
 
 import numpy as np
@@ -14,19 +13,8 @@ for gpu in ("h100", "h200"):
     (ms,) = dataset.load([f"examples/measurements/{gpu}/fa2_tc.csv"])
     ev = validate.evaluate([ms], split="all")[0]
     P = ev.params
-    groups = collections.defaultdict(list)
-    for i in range(ev.n):
-        groups[tuple(str(P[k][i]) for k in ("B", "H", "N", "d", "dtype", "causal"))].append(i)
-    hits, slow = 0, []
-    for idx in groups.values():
-        if len(idx) < 3:
-            continue
-        idx = np.array(idx)
-        pick = idx[np.argmin(ev.predicted_s[idx])]
-        best = idx[np.argmin(ev.measured_s[idx])]
-        hits += pick == best
-        slow.append(ev.measured_s[pick] / ev.measured_s[best] - 1)
-    slow = np.array(slow)
+    groups = [tuple(str(P[k][i]) for k in ("B", "H", "N", "d", "dtype", "causal")) for i in range(ev.n)]
+    hits, slow = validate.best_picks(groups, ev.predicted_s, ev.measured_s)
     out[gpu] = {"problems": len(slow), "predicted_best_is_measured_best": int(hits),
                 "share": float(hits / len(slow)), "slowdown_of_predicted_best_median": float(np.median(slow)),
                 "slowdown_of_predicted_best_mean": float(slow.mean()), "slowdown_of_predicted_best_worst": float(slow.max()),

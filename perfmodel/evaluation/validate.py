@@ -56,6 +56,23 @@ def grouped_spearman(groups, pred, meas) -> tuple[float, int]:
     return float(np.average(vals, weights=weights)), len(vals)
 
 
+def best_picks(groups, ranked, truth) -> tuple[int, np.ndarray]:
+    """Tile advice over groups of >= 3 tile configurations sharing a problem: how many groups' fastest by
+    ``ranked`` is their fastest by ``truth``, and each group's slowdown of that pick against its fastest."""
+    idx = defaultdict(list)
+    for i, g in enumerate(groups):
+        idx[g].append(i)
+    hits, slow = 0, []
+    for ii in idx.values():
+        if len(ii) < 3:
+            continue
+        ii = np.array(ii)
+        pick, best = ii[np.argmin(ranked[ii])], ii[np.argmin(truth[ii])]
+        hits += int(pick == best)
+        slow.append(truth[pick] / truth[best] - 1)
+    return hits, np.array(slow)
+
+
 @dataclass(frozen=True)
 class Evaluation:
     kernel: str
