@@ -12,16 +12,19 @@ import sys
 COUNTED = ("FFMA", "FMUL", "FADD", "FMNMX", "MUFU", "LDS", "STS", "LDG", "STG")
 
 
+def instruction(line):
+    """(address, opcode, text) of a listing line that holds an instruction, else None (a predicate is not part of
+    the opcode)."""
+    m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
+    if not m:
+        return None
+    words = m.group(2).split()
+    return int(m.group(1), 16), (words[1] if words[0].startswith("@") else words[0]), m.group(2)
+
+
 def instructions(path):
     """(address, opcode, text) of every instruction of the listing."""
-    out = []
-    for line in open(path):
-        m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
-        if m:
-            words = m.group(2).split()
-            op = words[1] if words[0].startswith("@") else words[0]
-            out.append((int(m.group(1), 16), op, m.group(2)))
-    return out
+    return [i for i in map(instruction, open(path)) if i]
 
 
 def loops(path) -> dict:

@@ -5,6 +5,8 @@ machine that has it.)"""
 import re
 import sys
 
+from sass_loops import instruction
+
 OPS = ("HMMA", "LDSM", "MUFU", "FMNMX", "F2FP", "SHFL", "BAR", "LDGSTS")
 
 
@@ -15,12 +17,8 @@ def functions(path):
         if m:
             cur = m.group(1)
             out[cur] = []
-        elif cur and re.search(r"/\*[0-9a-f]{4}\*/", line):
-            words = re.sub(r"^\s*/\*[0-9a-f]+\*/\s*", "", line).split()
-            if words and words[0].startswith("@"):
-                words = words[1:]
-            if words:
-                out[cur].append(words[0])
+        elif cur and (ins := instruction(line)):
+            out[cur].append(ins[1])
     return out
 
 
