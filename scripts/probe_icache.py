@@ -11,6 +11,11 @@ issued. Shared memory that the kernel never touches sets how many blocks share a
 Then ("streams" runs) bodies of 4 to 32 KiB in 1 to 8 distinct copies, 2, 4 or 8 blocks per SM, each block in the
 copy its start order on the SM gives it: does the supply depend on the number of code streams, or only on the
 hot code they sum to?
+Then ("layout" runs) a FlashAttention block's code layout: each block of 4 warps passes once through 0 to 112 KiB of
+straight-line code (its prologue, unrolled masking steps and epilogue) and then loops over a 16 or 24 KiB body (its
+main loop), 0 to 7 passes varying from block to block as in a causal grid, or 4 passes in every block; 1 or 2
+blocks per SM, 24 waves: what the SM issues per scheduler per clock when its blocks sit at different points of that
+code.
 """
 
 from perfmodel.measure import build, probe
@@ -18,6 +23,8 @@ from perfmodel.measure import build, probe
 THREADS = 128
 INSTRUCTIONS = 1 << 22          # per warp per launch: ~2-4 ms at one FFMA a clock per scheduler
 MODES = ((1, False), (2, False), (2, True))      # (blocks per SM, two distinct bodies)
+LAYOUT_WAVES = 24
+LAYOUT_PATTERNS = {"causal": (0, 8, 1), "uniform": (4, 1, 0)}     # passes = base + (block % period) * step
 STREAM_MODES = ((2, 1), (2, 2), (4, 1), (4, 2), (4, 4), (8, 1), (8, 2), (8, 4), (8, 8))   # (blocks per SM, streams)
 
 
@@ -31,6 +38,20 @@ def buffers(torch, sm, grid, stamps):
     """The kernels' outputs: per-SM start counters, per-thread sums, ``stamps`` clock64 values per warp."""
     return (torch.zeros(sm, dtype=torch.int32, device="cuda"), torch.empty(grid * THREADS, device="cuda"),
             torch.zeros(stamps * grid * THREADS // 32, dtype=torch.int64, device="cuda"))
+
+
+def sm_issue_rates(t, where, instructions):
+    """Per SM, what its warps issued per scheduler per clock over the span from their first start to their last
+    end on the SM's own clock: ``t`` is [blocks, warps, 2] clock64 stamps, ``where`` each block's SM,
+    ``instructions`` [blocks] each warp's count."""
+    import numpy as np
+
+    rates = []
+    for s_ in np.unique(where):
+        sel = where == s_
+        w = t[sel]
+        rates.append(instructions[sel].sum() * w.shape[1] / ((w[..., 1].max() - w[..., 0].min()) * 4))
+    return np.asarray(rates)
 
 
 def main(path):
@@ -76,18 +97,43 @@ def main(path):
             ext.run_streams(kb, grid, THREADS, smem, iters, streams, counter, o, cyc, smids)
             torch.cuda.synchronize()
             t = cyc.cpu().numpy().reshape(grid, THREADS // 32, 2)
-            where = smids.cpu().numpy()
-            # per SM: the instructions its warps issued over the span from their first start to their last end
-            ipc = []
-            for s_ in np.unique(where):
-                w = t[where == s_]
-                ipc.append(w.shape[0] * w.shape[1] * iters * per_pass / ((w[..., 1].max() - w[..., 0].min()) * 4))
+            ipc = sm_issue_rates(t, smids.cpu().numpy(), np.full(grid, iters * per_pass))
             row = {"body_kib": kb, "blocks_per_sm": bps, "streams": streams, "hot_code_kib": kb * streams,
                    "iters": iters, "ipc_per_scheduler": float(np.median(ipc)), "ipc_min": float(np.min(ipc)),
                    "blocks_started_per_sm_max": int(counter.max().item())}
             out["stream_runs"].append(row)
             print(f"bps {bps} streams {streams} body {kb:3d} KiB hot {kb * streams:4d} KiB  "
                   f"IPC/scheduler {row['ipc_per_scheduler']:.3f}", flush=True)
+    out["layout_runs"] = []
+    chunk = 8 * 1024 // 16                       # FFMAs in one 8-KiB once-run chunk
+    for bps in (1, 2):
+        smem = probe.smem_for_blocks_per_sm(smem_sm, bps)
+        grid = sm * bps * LAYOUT_WAVES
+        for loop_kb in ext.layout_loops():
+            for pattern, (base, period, step) in LAYOUT_PATTERNS.items():
+                if bps == 1 and (loop_kb != 24 or pattern != "causal"):
+                    continue
+                for once in range(0, ext.layout_chunks() + 1, 2):
+                    counter, o, cyc = buffers(torch, sm, grid, 2)
+                    smids = torch.zeros(grid, dtype=torch.int32, device="cuda")
+                    args = (loop_kb, grid, THREADS, smem, once, base, period, step, counter, o, cyc, smids)
+                    ext.run_layout(*args)                                                  # warm-up
+                    counter.zero_()
+                    ext.run_layout(*args)
+                    torch.cuda.synchronize()
+                    t = cyc.cpu().numpy().reshape(grid, THREADS // 32, 2)
+                    passes_ = base + (np.arange(grid) % period) * step
+                    inst = once * chunk + passes_ * loop_kb * 1024 // 16
+                    ipc = sm_issue_rates(t, smids.cpu().numpy(), inst)
+                    row = {"blocks_per_sm": bps, "loop_kib": loop_kb, "once_kib": once * 8, "pattern": pattern,
+                           "mean_passes": float(passes_.mean()), "grid": grid,
+                           "once_fraction": float(once * chunk / inst.mean()),
+                           "ipc_per_scheduler": float(np.median(ipc)), "ipc_min": float(np.min(ipc)),
+                           "ipc_max": float(np.max(ipc))}
+                    out["layout_runs"].append(row)
+                    print(f"layout bps {bps} loop {loop_kb} KiB once {once * 8:4d} KiB {pattern:8s} "
+                          f"IPC/scheduler {row['ipc_per_scheduler']:.3f} ({row['ipc_min']:.3f}-{row['ipc_max']:.3f})",
+                          flush=True)
     probe.write_record(path, torch, tool, out)
 
 

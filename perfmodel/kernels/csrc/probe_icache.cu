@@ -97,6 +97,48 @@ __global__ void icache_streams_kernel(float x, int iters, int streams, int* __re
     }
 }
 
+// icache_layout_kernel<LOOP_KB>: a FlashAttention block's code layout. Each block first runs `once` distinct 8-KiB
+// straight-line chunks one time (0 to 14 of them: up to 112 KiB of code that each warp passes through once, as a
+// block runs its prologue, its unrolled masking steps and its epilogue), then `base + (block % period) * step`
+// passes of one LOOP_KB-KiB body (its main loop, one pass per further key tile: with period 8 the blocks' passes
+// vary as a causal grid's do). Two stamps per warp and each block's SM, as icache_streams_kernel.
+template <int KB>
+__global__ void icache_layout_kernel(float x, int once, int base, int period, int step, int* __restrict__ counter,
+                                     float* __restrict__ out, long long* __restrict__ cycles,
+                                     int* __restrict__ smids) {
+    if (threadIdx.x == 0) {
+        const unsigned sm = sm_id();
+        atomicAdd(counter + sm, 1);
+        smids[blockIdx.x] = (int)sm;
+    }
+    __syncthreads();
+    float a[8];
+    start_values(a);
+    const long long t0 = clock64();
+    switch (once) {             // falls through: `once` chunks, each its own code
+#define PERFMODEL_ICACHE_CHUNK(C) \
+        case C + 1: body_imm<8, 8 + C>(a, x);
+        PERFMODEL_ICACHE_CHUNK(13) PERFMODEL_ICACHE_CHUNK(12) PERFMODEL_ICACHE_CHUNK(11) PERFMODEL_ICACHE_CHUNK(10)
+        PERFMODEL_ICACHE_CHUNK(9) PERFMODEL_ICACHE_CHUNK(8) PERFMODEL_ICACHE_CHUNK(7) PERFMODEL_ICACHE_CHUNK(6)
+        PERFMODEL_ICACHE_CHUNK(5) PERFMODEL_ICACHE_CHUNK(4) PERFMODEL_ICACHE_CHUNK(3) PERFMODEL_ICACHE_CHUNK(2)
+        PERFMODEL_ICACHE_CHUNK(1) PERFMODEL_ICACHE_CHUNK(0)
+#undef PERFMODEL_ICACHE_CHUNK
+        default: break;
+    }
+    const int passes = base + (int)(blockIdx.x % period) * step;
+    for (int it = 0; it < passes; ++it) body_imm<KB, 0>(a, x);
+    const long long t1 = clock64();
+    write_sum(a, out);
+    const int warps = blockDim.x >> 5, warp = threadIdx.x >> 5;
+    if ((threadIdx.x & 31) == 0) {
+        cycles[2 * (blockIdx.x * warps + warp)] = t0;
+        cycles[2 * (blockIdx.x * warps + warp) + 1] = t1;
+    }
+}
+
+#define PERFMODEL_ICACHE_LAYOUT_LOOPS(X) X(16) X(24)
+#define PERFMODEL_ICACHE_LAYOUT_CHUNKS 14
+
 #define PERFMODEL_ICACHE_STREAM_SIZES(X) X(4) X(8) X(12) X(16) X(24) X(32)
 
 #define PERFMODEL_ICACHE_SIZES(X) X(4) X(8) X(16) X(24) X(32) X(40) X(48) X(52) X(56) X(60) X(64) X(72) X(80) X(96) X(128)
@@ -158,9 +200,30 @@ static void run_streams(int kb, int grid, int threads, int smem_bytes, int iters
     TORCH_CHECK(found, "probe_icache: no streams body of ", kb, " KiB compiled");
 }
 
+// icache_layout_kernel<loop_kb>; cycles: two stamps per warp; smids: int32[grid]
+static void run_layout(int loop_kb, int grid, int threads, int smem_bytes, int once, int base, int period, int step,
+                       torch::Tensor counter, torch::Tensor out, torch::Tensor cycles, torch::Tensor smids) {
+    check_outputs(counter, out, cycles, grid, threads, 2);
+    TORCH_CHECK(once >= 0 && once <= PERFMODEL_ICACHE_LAYOUT_CHUNKS && period >= 1 && base >= 0 && step >= 0,
+                "probe_icache: layout arguments");
+    TORCH_CHECK(smids.is_cuda() && smids.numel() >= grid, "probe_icache: smids too small");
+    bool found = false;
+#define PERFMODEL_ICACHE_LAUNCH_L(K)                                                                                 \
+    if (loop_kb == K) {                                                                                              \
+        launch(icache_layout_kernel<K>, grid, threads, smem_bytes, 1.0001f, once, base, period, step,               \
+               counter.data_ptr<int>(), out.data_ptr<float>(), reinterpret_cast<long long*>(cycles.data_ptr<int64_t>()), \
+               smids.data_ptr<int>());                                                                               \
+        found = true;                                                                                                \
+    }
+    PERFMODEL_ICACHE_LAYOUT_LOOPS(PERFMODEL_ICACHE_LAUNCH_L)
+#undef PERFMODEL_ICACHE_LAUNCH_L
+    TORCH_CHECK(found, "probe_icache: no layout loop of ", loop_kb, " KiB compiled");
+}
+
 #define PERFMODEL_ICACHE_ITEM(K) K,
 static std::vector<int64_t> sizes() { return {PERFMODEL_ICACHE_SIZES(PERFMODEL_ICACHE_ITEM)}; }
 static std::vector<int64_t> stream_sizes() { return {PERFMODEL_ICACHE_STREAM_SIZES(PERFMODEL_ICACHE_ITEM)}; }
+static std::vector<int64_t> layout_loops() { return {PERFMODEL_ICACHE_LAYOUT_LOOPS(PERFMODEL_ICACHE_ITEM)}; }
 #undef PERFMODEL_ICACHE_ITEM
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -168,6 +231,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("sizes", &sizes, "the body sizes compiled, KiB");
     m.def("run_streams", &run_streams, "icache_streams_kernel<kb> over grid blocks, `streams` distinct bodies");
     m.def("stream_sizes", &stream_sizes, "the body sizes of the streams kernel, KiB");
+    m.def("run_layout", &run_layout, "icache_layout_kernel<loop_kb>: once-run chunks, then a loop");
+    m.def("layout_loops", &layout_loops, "the loop body sizes of the layout kernel, KiB");
+    m.def("layout_chunks", []() { return PERFMODEL_ICACHE_LAYOUT_CHUNKS; }, "8-KiB once-run chunks available");
 }
 #else
 // compile check without torch: instantiate every size
@@ -176,4 +242,7 @@ PERFMODEL_ICACHE_SIZES(PERFMODEL_ICACHE_INST)
 #define PERFMODEL_ICACHE_INST_S(K) \
     template __global__ void icache_streams_kernel<K>(float, int, int, int*, float*, long long*, int*);
 PERFMODEL_ICACHE_STREAM_SIZES(PERFMODEL_ICACHE_INST_S)
+#define PERFMODEL_ICACHE_INST_L(K) \
+    template __global__ void icache_layout_kernel<K>(float, int, int, int, int, int*, float*, long long*, int*);
+PERFMODEL_ICACHE_LAYOUT_LOOPS(PERFMODEL_ICACHE_INST_L)
 #endif
