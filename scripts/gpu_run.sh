@@ -8,7 +8,7 @@
 #   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | repeat-tc | power-check | sdpa-fresh | head-start-check
 #         | ncu | ncu-tc | ncu-dram | bench-tc | probe-pipes
 #         | probe-wgmma | probe-dispatch | probe-cold | trace-tc | trace-tc-late | sdpa-kernels | sdpa-calls | ncu-stalls
-#         | ncu-sdpa-sass | ncu-flash-sass | probe-icache | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
+#         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | probe-icache | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
 #   power-check: long fa2_tc launches with the SM clock and power sampled (examples/grids/power-check.yaml)
 #   repeat-tc: time the whole fa2_tc grid again into fa2_tc.repeat.csv (the data's own repeatability)
 #   retime-tc: measure again the fa2_tc rows whose recorded timing was disturbed (measure --retime-unstable)
@@ -87,6 +87,12 @@ case $step in
       FLASH_ATTENTION:flash_fwd_kernel:32:16:1000:64:0:ragged_noncausal_d64 \
       FLASH_ATTENTION:flash_fwd_kernel:32:16:1000:128:1:ragged_causal_d128 \
       FLASH_ATTENTION:flash_fwd_kernel:32:16:1024:128:1:even_causal_d128 ;;
+  ncu-combine-sass)   # split-KV's two kernels at the small grids flash splits (B1 N512): the combine's instruction chain
+    mkdir -p "$OUT/combine_sass"
+    bash scripts/ncu_sdpa_sass.sh "$OUT/combine_sass" \
+      FLASH_ATTENTION:splitkv_combine_kernel:1:16:512:128:0:combine_d128 \
+      FLASH_ATTENTION:splitkv_combine_kernel:1:8:512:64:0:combine_d64 \
+      FLASH_ATTENTION:flash_fwd_splitkv_kernel:1:16:512:128:0:splitkv_d128 ;;
   probe-icache) python3 scripts/probe_icache.py "$OUT/icache.json" ;;
   all)
     pm probe --out "$OUT/calibration.yaml"
