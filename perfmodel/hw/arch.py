@@ -55,3 +55,14 @@ def value(sm: str, key: str, default=_MISSING):
             raise InputError(f"gpus/arch/{sm}.yaml has no value for '{key}'")
         return default
     return float(v)
+
+
+def table(sm: str, key: str) -> dict | None:
+    """A value that is a table (a mapping, such as fetch_once_ipc), or None where the file has none."""
+    v = constants(sm).get(key)
+    v = v.get("value") if isinstance(v, dict) else v
+    if v is None:
+        return None
+    if not isinstance(v, dict):
+        raise InputError(f"gpus/arch/{sm}.yaml: '{key}' must be a mapping")
+    return v

@@ -42,6 +42,9 @@ class Calibration:
     # kernel -> {"costs": {feature: cycles}, "training": {...}}: costs fitted to kernel timings on a declared
     # training split, for loop forms no microbenchmark covers; they replace path_cycles for that kernel only
     path_fits: dict = field(default_factory=dict)
+    # the instruction supply of once-run code when co-resident blocks sit at different points of it (gpus/arch
+    # fetch_once_ipc: the instruction-cache probe's layout runs); {} where unmeasured: no fetch term
+    fetch_once_ipc: dict = field(default_factory=dict)
     basis_note: str = ""             # for a GPU without a probe file: where its architecture's constants come from
 
     @property
@@ -154,11 +157,12 @@ def from_spec(gpu: GPUSpec) -> Calibration:
             "shfl": a("smem_latency_cycles"),   # estimate: a shuffle crosses the same crossbar as a shared load
         },
         path_fits=fits,
+        fetch_once_ipc=arch.table(sm, "fetch_once_ipc") or {},
         basis_note=note,
     )
 
 
-_FIELDS = {f.name for f in dataclasses.fields(Calibration)} - {"source", "path_fits", "basis_note"}
+_FIELDS = {f.name for f in dataclasses.fields(Calibration)} - {"source", "path_fits", "basis_note", "fetch_once_ipc"}
 # Features whose cost may be 0: 'outer' has no microbenchmark (its steps carry their own loop overhead)
 _MAY_BE_ZERO = {"outer"}
 

@@ -219,6 +219,43 @@ class SDPAFlash(_SDPA):
                         smem_bytes=np.zeros(np.shape(grid)), regs=np.full(np.shape(grid), self.COMBINE_REGS))
         return (Companion(counts=c, launch=launch, key=f"{self.name}:combine"),)
 
+    # The code of flash_fwd_kernel's causal instantiations (sm_90, fp16; bf16 is taken to be the same size), in
+    # KiB, keyed by (rounded head dim, Is_even_MN: N a multiple of both tiles): (code every warp passes through
+    # once: prologue, the masking steps every block runs, epilogue; code only some warps pass through once: the
+    # last masking step, which a block with fewer key tiles than masking steps skips; the main loop's body). Read
+    # off Nsight Compute's executed-instruction counts per SASS instruction (examples/measurements/h100/
+    # flash_sass/, `scripts/flash_layout.py`): 16 bytes an instruction, by how many warps executed it (all of them
+    # once, some once, more than one pass). The ragged instantiation unrolls one more masking step, with both masks,
+    # and so has twice the once-run code of the even one.
+    CODE_KIB = {(64, True): (39.45, 0.75, 25.95), (64, False): (46.58, 37.14, 25.88),
+                (128, True): (60.00, 0.72, 19.03), (128, False): (67.81, 32.70, 18.56)}
+
+    def head_counts(self, shape, tiles, facts):
+        """FA2's counts, and for a causal launch whose code was read (CODE_KIB) the instructions its warps issue
+        from once-run code: each block passes through its prologue, its masking steps (ceil(Br/Bc), one more when
+        N is not a multiple of the tiles; a block with fewer key tiles runs as many as it has) and its epilogue
+        once. The split-KV kernel's code was not read: no layout."""
+        c = super().head_counts(shape, tiles, facts)
+        N, d, Br, Bc, W = (arr(x) for x in (shape.N, shape.d, tiles.Br, tiles.Bc, tiles.warps))
+        causal = np.asarray(shape.causal, bool)
+        hd = rounded_head_dim(d)
+        even = (N % Br == 0) & (N % Bc == 0)
+        once_all = np.zeros(np.shape(N * hd), float)
+        once_last, loop = once_all.copy(), once_all.copy()
+        for (h, ev), (a, s, lp) in self.CODE_KIB.items():
+            on = (hd == h) & (even == ev)
+            once_all, once_last, loop = (np.where(on, a, once_all), np.where(on, s, once_last),
+                                         np.where(on, lp, loop))
+        known = causal & (arr(tiles.splits) == 1) & (once_all > 0)
+        steps = cdiv(Br, Bc) + (~even).astype(np.int64)
+        qblocks = cdiv(N, Br)
+        # blocks of a head with at least `steps` key tiles: block i has min(ceil((i + 1) Br / Bc), ceil(N / Bc))
+        full = np.where(cdiv(N, Bc) >= steps, np.maximum(qblocks - (steps - 1) * Bc // Br, 0), 0)
+        once_kib = qblocks * once_all + full * once_last                  # per warp, summed over the head's blocks
+        return dataclasses.replace(c, warp_once=np.where(known, W * once_kib * 1024 / 16, 0),
+                                   code_once_kib=np.where(known, once_all + once_last, 0),
+                                   code_loop_kib=np.where(known, loop, 0))
+
     def preset(self, gpu, d, causal):
         sm = gpu.sm if gpu is not None else "sm_90"
         optin = gpu.smem_per_block_optin_bytes if gpu is not None else 232448

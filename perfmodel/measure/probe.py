@@ -262,6 +262,31 @@ def queued_op_us(record: dict) -> float:
     return float(np.median([t[(2, s)] - t[(1, s)] for s in sizes]))
 
 
+def once_supply(layout_runs, blocks_per_sm: int = 2, pattern: str = "causal") -> dict:
+    """The instruction supply of once-run code, from the instruction-cache probe's layout runs
+    (scripts/probe_icache.py): for each loop body size and once-run code size, the warp instructions per scheduler
+    per clock that the once-run part got. A run's time per scheduler is split as T = loop / r_loop + once / r_once,
+    with r_loop the same loop's rate without once-run code (the run with none), so r_once = once / (T - loop /
+    r_loop); at 0 KiB the entry is r_loop itself. {"loop_kib": [...], "once_kib": [...], "ipc": [[per once size]
+    per loop size]} (ipc rounded to 3 digits)."""
+    runs = [r for r in layout_runs if r["blocks_per_sm"] == blocks_per_sm and r["pattern"] == pattern]
+    loops = sorted({r["loop_kib"] for r in runs})
+    onces = sorted({r["once_kib"] for r in runs})
+    table = []
+    for loop in loops:
+        at = {r["once_kib"]: r for r in runs if r["loop_kib"] == loop}
+        r_loop = at[0]["ipc_per_scheduler"]
+        row = []
+        for once in onces:
+            r = at[once]
+            loop_inst = r["mean_passes"] * loop * 1024 / 16
+            once_inst = once * 1024 / 16
+            t = (once_inst + loop_inst) / r["ipc_per_scheduler"]
+            row.append(round(once_inst / (t - loop_inst / r_loop), 3) if once else round(r_loop, 3))
+        table.append(row)
+    return {"loop_kib": loops, "once_kib": onces, "ipc": table}
+
+
 def smem_for_blocks_per_sm(smem_per_sm: int, blocks: int) -> int:
     """Dynamic shared memory per block (a multiple of 128 B) with which ``blocks`` blocks fit on an SM of
     ``smem_per_sm`` bytes and ``blocks`` + 1 do not, each block also holding the 1 KiB the runtime reserves: how the

@@ -62,6 +62,10 @@ class Counts:
     warp_ldsm: object = 0    # ldmatrix .x4 (512 B from shared memory, 4 wavefronts when conflict-free)
     warp_ldgsts: object = 0  # cp.async 16-byte copies, one per lane (512 B into shared memory per warp)
     warp_shfl: object = 0    # warp shuffles
+    # of all those, the instructions each warp issues from code it passes through once (a prologue, unrolled
+    # masking steps, an epilogue), when the kernel's code layout is known; code_* say how large that code and the
+    # main loop's body are (timing: instruction fetch)
+    warp_once: object = 0
     # --- shared memory ---------------------------------------------------------------------------------
     smem_ld_bytes: object = 0
     smem_st_bytes: object = 0
@@ -83,6 +87,8 @@ class Counts:
                                 # the mean block's (< 0: each head's heaviest block first; > 0: its lightest first)
     launches: object = 1        # kernels the launch runs one after another (a split-KV pass and its combine: 2)
     queued_ops: object = 0      # other GPU operations a call queues beside its kernels (cuDNN's memset)
+    code_once_kib: object = 0   # KiB of code the blocks pass through once (warp_once's), 0: layout unknown
+    code_loop_kib: object = 0   # KiB of the main loop's body
     # --- first-round burst (per block) ---------------------------------------------------------------------
     # what a block fetches from global memory before its first compute: its own tiles (Q) and its first K/V tiles,
     # which ``burst_sharers`` blocks of a head ask for together. After the timing's L2 flush the first round's
@@ -111,7 +117,7 @@ class Counts:
 
     # fields that describe the launch's blocks, not amounts: they neither add (the larger holds) nor scale
     RATIOS = ("block_spread", "head_blocks", "block_step", "launches", "queued_ops", "burst_sharers",
-              "later_miss_share")
+              "later_miss_share", "code_once_kib", "code_loop_kib")
     # amounts per head or per block: a launch's counts keep them as one head's (Kernel.counts)
     UNSCALED = ("reuse_live_bytes", "burst_own_bytes", "burst_kv_bytes")
 

@@ -11,6 +11,8 @@ A round of r blocks costs
                 that missed L2 in the first may hit where the block's head began in an earlier round
                 (``Counts.later_miss_share``);
 
+(the issue row holds instruction fetch too: code a block passes through once, fetched while co-resident blocks of
+uneven work sit elsewhere in it, issues at the instruction-cache probe's supply, ``fetch_instructions``),
 joined by a p-norm, (sum t^p)^(1/p): with few warps the path dominates, with many the pipes do, and in between
 both count; a kernel's fit may let p grow with the blocks on the SM (``overlap_blocks``: a block's warps wait at
 its barriers together, so only the other blocks hide its path). A kernel whose pipes were measured together (``Kernel.pipe_p``: the pipe-mix probe's p) joins them by
@@ -120,6 +122,39 @@ def add(a: Timing, b: Timing) -> Timing:
                   bound=a.bound)
 
 
+def once_supply(table: dict, once_kib, loop_kib):
+    """Warp instructions per scheduler per clock that once-run code of ``once_kib`` gets beside a main loop of
+    ``loop_kib`` (Calibration.fetch_once_ipc, the probe's layout runs), bilinear in both, held at the table's edges."""
+    once_axis = np.asarray(table["once_kib"], dtype=float)
+    loop_axis = np.asarray(table["loop_kib"], dtype=float)
+    ipc = np.asarray(table["ipc"], dtype=float)
+    by_loop = np.stack([np.interp(once_kib, once_axis, row) for row in ipc])     # [loops, ...]
+    lo = np.clip(np.searchsorted(loop_axis, loop_kib, side="right") - 1, 0, len(loop_axis) - 1)
+    hi = np.minimum(lo + 1, len(loop_axis) - 1)
+    span = np.where(hi > lo, loop_axis[hi] - loop_axis[lo], 1.0)
+    w = np.clip((np.asarray(loop_kib, dtype=float) - loop_axis[lo]) / span, 0, 1)
+    pick = lambda k: np.take_along_axis(by_loop, np.broadcast_to(k, np.shape(by_loop[0]))[None], 0)[0]
+    return (1 - w) * pick(lo) + w * pick(hi)
+
+
+def fetch_instructions(c: Counts, cal: Calibration, grid, slots):
+    """Issue slots (warp instructions' worth) that instruction fetch adds to a launch: its once-run code issues at
+    the probe's supply for that code beside that loop instead of the loop's own rate, when blocks of uneven work
+    (causal) sit at different points of the code. The first round's blocks start together and fetch in step (the
+    probe's uniform runs lose at most 3% up to 96 KiB of code): only blocks dispatched after it pay. Zero where the
+    kernel's layout (``Counts.code_once_kib``) or the GPU's supply table is unknown."""
+    once = np.asarray(c.code_once_kib, dtype=float)
+    if not cal.fetch_once_ipc or not np.any(once > 0):
+        return 0.0
+    loop = np.asarray(c.code_loop_kib, dtype=float)
+    r = once_supply(cal.fetch_once_ipc, once, loop)
+    r_loop = once_supply(cal.fetch_once_ipc, 0 * once, loop)
+    extra = np.maximum(1 / r - 1 / r_loop, 0)
+    later = np.maximum(np.asarray(grid, dtype=float) - slots, 0) / np.maximum(np.asarray(grid, dtype=float), 1)
+    uneven = np.asarray(c.block_spread, dtype=float) > 1
+    return np.where(uneven & (once > 0), np.asarray(c.warp_once, dtype=float) * extra * later, 0.0)
+
+
 def path_cycles(c: Counts, costs: dict):
     """One block's latency path in cycles."""
     return sum(c.path(f) * costs[f] for f in PATH_FEATURES)
@@ -143,7 +178,9 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     r_full = np.minimum(bpsm_safe, per_sm)
 
     g = np.maximum(grid, 1)
-    per_block = [((r.work(c) / g).astype(f32), f32(r.cycles(gpu, cal)), r) for r in SM_RESOURCES]
+    fetch = fetch_instructions(c, cal, grid, gpu.sm_count * np.maximum(bpsm, 1))     # issue slots fetch adds
+    per_block = [(((r.work(c) + (fetch if r.name == "issue" else 0)) / g).astype(f32), f32(r.cycles(gpu, cal)), r)
+                 for r in SM_RESOURCES]
 
     def thr_cycles(r):
         """Cycles each SM resource needs for r concurrent blocks."""
