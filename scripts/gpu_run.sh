@@ -8,7 +8,7 @@
 #   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | repeat-tc | power-check | sdpa-fresh | head-start-check
 #         | ncu | ncu-tc | ncu-dram | bench-tc | probe-pipes
 #         | probe-wgmma | probe-dispatch | probe-cold | trace-tc | trace-tc-late | sdpa-kernels | sdpa-calls | ncu-stalls
-#         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | probe-icache | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
+#         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | probe-icache | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
 #   power-check: long fa2_tc launches with the SM clock and power sampled (examples/grids/power-check.yaml)
 #   repeat-tc: time the whole fa2_tc grid again into fa2_tc.repeat.csv (the data's own repeatability)
 #   retime-tc: measure again the fa2_tc rows whose recorded timing was disturbed (measure --retime-unstable)
@@ -78,6 +78,7 @@ case $step in
   trace-tc-late) TRACE_SET=late python3 scripts/trace_fa2_tc.py "$OUT/fa2_tc_trace_late.json" ;;
   sdpa-kernels) python3 scripts/sdpa_kernels.py "$OUT/sdpa_kernels.json" ;;
   sdpa-calls) python3 scripts/sdpa_calls.py "$OUT/sdpa_calls.json" ;;
+  sdpa-calls-splitkv) SDPA_CALLS_SET=splitkv python3 scripts/sdpa_calls.py "$OUT/sdpa_calls_splitkv.json" ;;
   ncu-stalls) bash scripts/ncu_sdpa_stalls.sh "$OUT" ;;
   ncu-sdpa-sass) bash scripts/ncu_sdpa_sass.sh "$OUT" ;;
   ncu-flash-sass)     # flash's causal launches, ragged (N = 1000) and even (N = 1024), and ragged non-causal
@@ -93,6 +94,14 @@ case $step in
       FLASH_ATTENTION:splitkv_combine_kernel:1:16:512:128:0:combine_d128 \
       FLASH_ATTENTION:splitkv_combine_kernel:1:8:512:64:0:combine_d64 \
       FLASH_ATTENTION:flash_fwd_splitkv_kernel:1:16:512:128:0:splitkv_d128 ;;
+  ncu-combine-warm)   # the same combine launches with the caches as the split kernel left them, warp states too
+    mkdir -p "$OUT/combine_warm"
+    NCU_CACHE=none NCU_SECTIONS="--section WarpStateStats --section SchedulerStats --section Occupancy --section MemoryWorkloadAnalysis" \
+      bash scripts/ncu_sdpa_sass.sh "$OUT/combine_warm" \
+      FLASH_ATTENTION:splitkv_combine_kernel:1:16:512:128:0:warm_combine_h16_d128 \
+      FLASH_ATTENTION:splitkv_combine_kernel:1:8:512:128:0:warm_combine_h8_d128 \
+      FLASH_ATTENTION:splitkv_combine_kernel:1:8:512:64:0:warm_combine_h8_d64 \
+      FLASH_ATTENTION:flash_fwd_splitkv_kernel:1:8:512:128:0:split_h8_d128 ;;
   probe-icache) python3 scripts/probe_icache.py "$OUT/icache.json" ;;
   all)
     pm probe --out "$OUT/calibration.yaml"

@@ -6,6 +6,8 @@
 #   scripts/ncu_sdpa_sass.sh OUT [SPEC ...]     SPEC: BACKEND:KERNEL_REGEX:B:H:N:d:CAUSAL:TAG
 # Default SPECs: cuDNN d 128 and d 64 and flash d 64, B=1 H=16 N=4096 fp16 non-causal (OUT/sdpa_sass.tar.gz).
 # The step ncu-flash-sass passes flash's causal launches at N = 1000 (ragged) and 1024 (even), d 64 and 128.
+# NCU_CACHE=none: profile with the caches as the call left them (--cache-control none; ncu's default flushes them
+# before every pass), for a kernel that reads what the one before it wrote (split-KV's combine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-out}
@@ -15,15 +17,16 @@ specs=("$@")
 [ ${#specs[@]} -eq 0 ] && specs=("CUDNN_ATTENTION:cudnn:1:16:4096:128:0:cudnn_d128" \
   "CUDNN_ATTENTION:cudnn:1:16:4096:64:0:cudnn_d64" "FLASH_ATTENTION:flash_fwd_kernel:1:16:4096:64:0:flash_d64")
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
-sections="--section SourceCounters --section LaunchStats --section SpeedOfLight --section InstructionStats"
+sections="--section SourceCounters --section LaunchStats --section SpeedOfLight --section InstructionStats ${NCU_SECTIONS:-}"
+cache="--cache-control ${NCU_CACHE:-all}"
 tags=()
 for spec in "${specs[@]}"; do
   IFS=: read -r backend regex B H N d causal tag <<< "$spec"
   tags+=("$tag")
   # the first call's kernel is skipped: the second call's is profiled
-  echo "$NCU --clock-control none --kernel-name regex:$regex --launch-skip 1 --launch-count 1 $sections -o /tmp/$tag \
+  echo "$NCU --clock-control none $cache --kernel-name regex:$regex --launch-skip 1 --launch-count 1 $sections -o /tmp/$tag \
 python3 scripts/sdpa_once.py $backend $B $H $N $d $causal" >> "$OUT/ncu_sass_command.txt"
-  "$NCU" --clock-control none --kernel-name "regex:$regex" --launch-skip 1 --launch-count 1 $sections -f -o "/tmp/$tag" \
+  "$NCU" --clock-control none $cache --kernel-name "regex:$regex" --launch-skip 1 --launch-count 1 $sections -f -o "/tmp/$tag" \
     python3 scripts/sdpa_once.py "$backend" "$B" "$H" "$N" "$d" "$causal" > "$OUT/ncu_$tag.log" 2>&1 || true
   "$NCU" -i "/tmp/$tag.ncu-rep" --page source --print-source sass --csv > "/tmp/sass_$tag.csv" 2>&1 || true
   "$NCU" -i "/tmp/$tag.ncu-rep" --page details --csv > "/tmp/details_$tag.csv" 2>&1 || true

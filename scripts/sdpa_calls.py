@@ -7,7 +7,10 @@ from the first activity's start to the last one's end can be set beside the call
 `measure` takes it (perfmodel.measure.bench.Bencher). An empty kernel (csrc/probe_cold.cu) is profiled and timed
 the same way: the event time of a launch that does nothing, and what the profiler gives it. Diagnosis only: no
 timing here enters the model (the SDPA kernels are predicted with nothing fitted to their timings).
+SDPA_CALLS_SET=splitkv: flash's split-KV launches instead (B = 1, N = 512 and 1000, d 64 and 128, causal or not).
 """
+
+import os
 
 from perfmodel.measure import build, probe
 from perfmodel.measure.bench import Bencher
@@ -21,6 +24,8 @@ PROBLEMS = [  # (backend, B, H, N, d, causal)
     *[("CUDNN_ATTENTION", 1, 16, N, d, False) for N in (512, 1000) for d in (64, 128)],
     *[("CUDNN_ATTENTION", 32, 16, N, 64, c) for N in (1000, 1024) for c in (False, True)],
 ]
+SPLITKV_PROBLEMS = [("FLASH_ATTENTION", 1, H, N, d, c) for H in (8, 16) for N in (512, 1000) for d in (64, 128)
+                    for c in (False, True)]
 CATEGORIES = ("kernel", "gpu_memset", "gpu_memcpy")
 LAUNCH_KEYS = ("grid", "block", "registers per thread", "shared memory", "blocks per SM", "warps per SM")
 PROFILED_CALLS = 3
@@ -68,7 +73,8 @@ def main(path):
               [(a["cat"], a["name"][:50], a["dur_us"]) for a in (acts[0] if acts else [])], flush=True)
 
     record({"what": "empty"}, lambda: ext.empty(0))
-    for backend, B, H, N, d, causal in PROBLEMS:
+    problems = SPLITKV_PROBLEMS if os.environ.get("SDPA_CALLS_SET") == "splitkv" else PROBLEMS
+    for backend, B, H, N, d, causal in problems:
         q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=torch.float16) for _ in range(3))
 
         def call():
