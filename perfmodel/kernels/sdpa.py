@@ -191,17 +191,24 @@ class SDPAFlash(_SDPA):
     # the rounded head dim is a multiple of 128, 8 of 64, else 16. Each block reads its rows' log-sum-exps from
     # every split (a global round trip), reduces them through shared memory (two barriers), then reads and scales
     # each split's partial O (a round trip per split: the loop over splits is not unrolled) and writes O.
-    # The launch record gives 54 registers (examples/measurements/h100/sdpa_calls.json). Nsight Compute's executed
-    # instructions give 608 per warp at 2 splits, at d = 64 and d = 128 alike (1,244,672 over 2,048 warps and
-    # 4,978,688 over 8,192: examples/measurements/h100/ncu_stalls/ncu_stalls_splitkv_d*.csv). Each further split
-    # adds its loop body, about 10 instructions (a 16-byte load, a shared load, 4 FFMA, address and loop: an
-    # estimate). The warp's instructions mostly wait on one another (ncu: 11.7-13.3 warp cycles per instruction):
-    # each is taken to cost the FP32 pipe's dependent latency on the path (an assumption that prices loads,
-    # shuffles and MUFU work as FP32 steps: the combine's profiled time is about 1.5x what this gives).
+    # The launch record gives 54 registers (examples/measurements/h100/sdpa_calls.json). Its instructions per warp,
+    # by what a dependent one waits for (COMBINE_CLASSES: at 2 splits, and what each further split adds), are
+    # Nsight Compute's executed counts per SASS instruction sorted by opcode (scripts/flash_layout.py on
+    # examples/measurements/h100/combine_warm/: B1 H16 N512 d128 and B1 H8 N512 d64 at 2 splits, 608 a warp;
+    # B1 H8 N512 d128 at 4 splits, 619): fixed-latency integer and FP32 work (the index arithmetic: 14 integer
+    # divisions a warp), MUFU and conversions (each division's I2F, MUFU.RCP, F2I; the exponentials and logs),
+    # shared loads, stores and shuffles, constant loads (LDC: the kernel's parameters), global loads, barriers.
+    # The warp's instructions mostly wait on one another (ncu: 8.8-11.1 warp cycles per instruction with the
+    # caches as the split kernel left them): each lies on its path at its class's latency, a constant load at a
+    # shared load's (an estimate: no probe measures the constant cache).
     COMBINE_THREADS = 128
     COMBINE_REGS = 54
-    COMBINE_INSTRUCTIONS = 608
-    COMBINE_PER_SPLIT = 10
+    COMBINE_CLASSES = {"alu": (544.5, 2.375), "sfu": (43.5, 0.0), "smem": (5.5, 2.375), "const": (10.0, 0.0),
+                       "gload": (2.25, 1.0), "sync": (2.0, 0.0)}
+
+    def combine_classes(self, splits):
+        """Instructions per warp of each class at ``splits`` splits (COMBINE_CLASSES)."""
+        return {k: at2 + per * (arr(splits) - 2) for k, (at2, per) in self.COMBINE_CLASSES.items()}
 
     def companions(self, shape, tiles, facts):
         splits = arr(tiles.splits)
@@ -212,9 +219,11 @@ class SDPAFlash(_SDPA):
         on = splits > 1
         grid = np.where(on, cdiv(arr(shape.B) * arr(shape.H) * arr(shape.N), rows), 0)
         warps = grid * (self.COMBINE_THREADS // 32)
-        inst = np.where(on, self.COMBINE_INSTRUCTIONS + self.COMBINE_PER_SPLIT * (splits - 2), 0)
-        c = Counts(launches=0 * grid, warp_other=warps * inst, path_fp32=inst, path_gmem=np.where(on, 1 + splits, 0),
-                   path_sync=np.where(on, 2, 0))
+        k = {name: np.where(on, n, 0) for name, n in self.combine_classes(splits).items()}
+        inst = sum(k.values())
+        # the path: each instruction at its class's latency; the round trips are the log-sum-exps' and one per split
+        c = Counts(launches=0 * grid, warp_other=warps * inst, path_fp32=k["alu"], path_sfu=k["sfu"],
+                   path_shfl=k["smem"] + k["const"], path_gmem=np.where(on, 1 + splits, 0), path_sync=k["sync"])
         launch = Launch(grid_blocks=grid, threads=np.full(np.shape(grid), self.COMBINE_THREADS),
                         smem_bytes=np.zeros(np.shape(grid)), regs=np.full(np.shape(grid), self.COMBINE_REGS))
         return (Companion(counts=c, launch=launch, key=f"{self.name}:combine"),)
