@@ -239,11 +239,20 @@ class SDPAFlash(_SDPA):
     CODE_KIB = {(64, True): (39.45, 0.75, 25.95), (64, False): (46.58, 37.14, 25.88),
                 (128, True): (60.00, 0.72, 19.03), (128, False): (67.81, 32.70, 18.56)}
 
+    # The split-KV kernel's prologue and epilogue (the split's key range, its fp32 partial O and log-sum-exp
+    # written back), per warp per block: what Nsight Compute's executed instructions a warp hold beyond the loop's
+    # counts (examples/measurements/h100/split_sass, combine_warm, combine_sass: B1 H8 N512 d64 and d128 at one key
+    # tile a block, 466 and 473; B1 H16 N512 d128 at two, 466; the per-tile counts agree with the model's within
+    # 1%). Fixed-latency integer work that the block waits on: on its path as dependent instructions. The ragged
+    # instantiations (N = 1000) execute 280-640 more (their masking), which the model does not count.
+    SPLIT_BLOCK_INSTRUCTIONS = 468
+
     def head_counts(self, shape, tiles, facts):
-        """FA2's counts, and for a causal launch whose code was read (CODE_KIB) the instructions its warps issue
-        from once-run code: each block passes through its prologue, its masking steps (ceil(Br/Bc), one more when
-        N is not a multiple of the tiles; a block with fewer key tiles runs as many as it has) and its epilogue
-        once. The split-KV kernel's code was not read: no layout."""
+        """FA2's counts; the split-KV kernel's prologue and epilogue (SPLIT_BLOCK_INSTRUCTIONS); and for a causal
+        launch whose code was read (CODE_KIB) the instructions its warps issue from once-run code: each block
+        passes through its prologue, its masking steps (ceil(Br/Bc), one more when N is not a multiple of the
+        tiles; a block with fewer key tiles runs as many as it has) and its epilogue once. The split-KV kernel's
+        layout was not read: no fetch term."""
         c = super().head_counts(shape, tiles, facts)
         N, d, Br, Bc, W = (arr(x) for x in (shape.N, shape.d, tiles.Br, tiles.Bc, tiles.warps))
         causal = np.asarray(shape.causal, bool)
@@ -261,6 +270,10 @@ class SDPAFlash(_SDPA):
         # blocks of a head with at least `steps` key tiles: block i has min(ceil((i + 1) Br / Bc), ceil(N / Bc))
         full = np.where(cdiv(N, Bc) >= steps, np.maximum(qblocks - (steps - 1) * Bc // Br, 0), 0)
         once_kib = qblocks * once_all + full * once_last                  # per warp, summed over the head's blocks
+        splits = arr(tiles.splits)
+        fixed = np.where(splits > 1, self.SPLIT_BLOCK_INSTRUCTIONS, 0)
+        c = dataclasses.replace(c, warp_other=c.warp_other + qblocks * splits * W * fixed,
+                                path_fp32=c.path_fp32 + fixed)
         return dataclasses.replace(c, warp_once=np.where(known, W * once_kib * 1024 / 16, 0),
                                    code_once_kib=np.where(known, once_all + once_last, 0),
                                    code_loop_kib=np.where(known, loop, 0))
