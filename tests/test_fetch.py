@@ -37,6 +37,15 @@ def test_arch_table_is_the_probes_reduction():
     assert arch.table("sm_80", "fetch_once_ipc") is None
 
 
+def test_h200_measures_the_same_supply():
+    """The same probe on the H200 (examples/measurements/h200/probe/icache_layout.json), the same SM: its once-run
+    supply is within 6% of the H100's table everywhere (what the H200 predictions use, taken from sm_90.yaml)."""
+    h200 = once_supply(json.load(open(DATA / "h200" / "probe" / "icache_layout.json"))["layout_runs"])
+    table = arch.table("sm_90", "fetch_once_ipc")
+    assert h200["once_kib"] == table["once_kib"] and h200["loop_kib"] == table["loop_kib"]
+    assert np.allclose(h200["ipc"], table["ipc"], rtol=0.06)
+
+
 def test_probe_blocks_out_of_step_lose_the_supply_and_blocks_in_step_keep_it():
     """Two blocks per SM passing through once-run code at different points (their loop passes differ, as in a
     causal grid) get under half the loop's rate from 64 KiB of it on, less beside the larger loop; the same code
