@@ -80,3 +80,27 @@ def test_registers_are_ptxas(kernel, arch, tmp_path):
                          capture_output=True, text=True)
     used = re.search(r"Used (\d+) registers", out.stderr)
     assert used and int(used.group(1)) == get(kernel).arch[arch].regs
+
+
+def test_fa2_tc_spills_are_read_off_its_loop(tmp_path):
+    """fa2_tc.SPILLS: the LDL and STL inside each instance's KV loop (its longest loop) in the committed sm_90
+    listing; every other instance has none there."""
+    from perfmodel.kernels.fa2_tc import SPILLS
+
+    funcs, cur = {}, None
+    for line in (ROOT / "examples" / "measurements" / "h100" / "sass" / "fa2_tc.sass").read_text().splitlines():
+        m = re.search(r"Function : \S*fa2_tc_kernelI6__halfLi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E", line)
+        if "Function :" in line:
+            cur = tuple(int(x) for x in m.groups()) if m else None
+            if cur:
+                funcs[cur] = []
+        elif cur:
+            funcs[cur].append(line)
+    assert len(funcs) >= 14
+    for inst, lines in funcs.items():
+        path = tmp_path / "f.sass"
+        path.write_text("\n".join(lines))
+        start, (n, _) = max(sass_loops.loops(path).items(), key=lambda kv: kv[1][0])
+        body = [op for a, op, _ in sass_loops.instructions(path) if start <= a < start + 16 * n]
+        got = (sum(op.startswith("LDL") for op in body), sum(op.startswith("STL") for op in body))
+        assert got == SPILLS.get(inst, (0, 0)), (inst, got)

@@ -155,6 +155,7 @@ def from_spec(gpu: GPUSpec) -> Calibration:
             "load": a("l2_latency_cycles"), "load_miss": a("dram_latency_cycles"),
             "mma": arch.value(sm, "mma_latency_cycles", 0.0) or 1e9,     # no tensor cores: never on a path
             "shfl": a("smem_latency_cycles"),   # estimate: a shuffle crosses the same crossbar as a shared load
+            "local": a("smem_latency_cycles"),  # estimate: a spill reload is an L1 hit, as close as a shared load
         },
         path_fits=fits,
         fetch_once_ipc=arch.table(sm, "fetch_once_ipc") or {},

@@ -19,6 +19,7 @@ estimates until read off the SASS.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +48,11 @@ REGS = {
     (128, 128, 64, 4): 255, (128, 128, 64, 8): 174, (128, 128, 128, 8): 239,
     (256, 64, 32, 4): 246, (256, 64, 64, 4): 252, (256, 128, 64, 8): 238,
 }
+# Spilled registers in the KV loop, (d, Br, Bc, warps) -> (LDL, STL) per warp per KV tile, read off the sm_90
+# listing (examples/measurements/h100/sass/fa2_tc.sass, scripts/sass_loops.py; a test): only the instance that
+# holds 255 registers spills (ptxas: 44 bytes of spill stores, 32 of loads). Each reload waits before its value's
+# use: on the block's path (``local``).
+SPILLS = {(128, 128, 64, 4): (4, 3)}
 # The fastest measured instance per head dimension on the H100 at B=4, H=16, N=4096, fp16, non-causal
 # (examples/measurements/h100/fa2_tc.csv): the kernel's default tiles.
 DEFAULTS = {32: (128, 128, 4), 64: (128, 128, 4), 128: (128, 64, 4), 256: (64, 64, 4)}
@@ -243,8 +249,17 @@ class FA2TC(Kernel):
             (compiled, f"no compiled instance for {{tiles}} (compiled: {listing})")]
 
     def head_counts(self, shape, tiles, facts):
-        return head_counts_fa2(shape.N, shape.d, tiles.Br, tiles.Bc, tiles.warps, shape.causal,
-                               shape.element_bytes, facts.overheads)
+        """FA2's counts, with the spill loads and stores of the instances that spill in their loop (SPILLS)."""
+        c = head_counts_fa2(shape.N, shape.d, tiles.Br, tiles.Bc, tiles.warps, shape.causal,
+                            shape.element_bytes, facts.overheads)
+        d, Br, Bc, W = (arr(x) for x in (shape.d, tiles.Br, tiles.Bc, tiles.warps))
+        ldl = stl = 0 * d
+        for (di, bri, bci, wi), (lo, st) in SPILLS.items():
+            on = (d == di) & (Br == bri) & (Bc == bci) & (W == wi)
+            ldl, stl = np.where(on, lo, ldl), np.where(on, st, stl)
+        tiles_h, qblocks_h = kv_tiles(shape.N, Br, Bc, shape.causal)
+        return dataclasses.replace(c, warp_other=c.warp_other + tiles_h * W * (ldl + stl),
+                                   path_local=c.path_local + tiles_h / qblocks_h * ldl)
 
     def runner(self, torch, ext, shape, tiles):
         from perfmodel.measure.runner import Runner as Base

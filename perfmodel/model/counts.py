@@ -37,6 +37,7 @@ PATH_FEATURES = {
     "sync": "a __syncthreads",
     "mma": "a dependent tensor-core step (mma.sync m16n8k16)",
     "shfl": "a dependent warp shuffle",
+    "local": "a register reloaded from local memory (a spill) before its use: an L1 access",
 }
 
 
@@ -110,6 +111,7 @@ class Counts:
     path_sync: object = 0
     path_mma: object = 0
     path_shfl: object = 0
+    path_local: object = 0
     # the share of path_load_miss that still misses for blocks dispatched after the first round (1: as in the first);
     # the rest are found in L2, fetched by a block of the same head dispatched before them, where their head began in
     # an earlier round (timing: later rounds)
