@@ -11,8 +11,8 @@ A round of r blocks costs
                 that missed L2 in the first may hit where the block's head began in an earlier round
                 (``Counts.later_miss_share``);
 
-(the issue row holds instruction fetch too: code a block passes through once, fetched while co-resident blocks of
-uneven work sit elsewhere in it, issues at the instruction-cache probe's supply, ``fetch_instructions``),
+(the fetch row: the issue slots code a block passes through once loses while co-resident blocks of uneven work sit
+elsewhere in it, at the instruction-cache probe's supply, ``fetch_instructions``; it joins the issue row as one part),
 joined by a p-norm, (sum t^p)^(1/p): with few warps the path dominates, with many the pipes do, and in between
 both count; a kernel's fit may let p grow with the blocks on the SM (``overlap_blocks``: a block's warps wait at
 its barriers together, so only the other blocks hide its path). A kernel whose pipes were measured together (``Kernel.pipe_p``: the pipe-mix probe's p) joins them by
@@ -70,6 +70,9 @@ SM_RESOURCES = (
     SMResource("fp32", lambda c: c.warp_fp32, lambda g, cal: g.warp_size / cal.fp32_lanes_per_clk, True),
     SMResource("sfu", lambda c: c.warp_sfu, lambda g, cal: g.warp_size / cal.sfu_lanes_per_clk, True),
     SMResource("issue", lambda c: c.warp_instructions, lambda g, cal: 1 / g.schedulers_per_sm, True),
+    # issue slots that instruction fetch adds (fetch_instructions: set in predict, which has the grid); they join
+    # the issue slots as one part
+    SMResource("fetch", lambda c: 0 * c.warp_instructions, lambda g, cal: 1 / g.schedulers_per_sm, True),
     SMResource("smem", lambda c: c.smem_wavefronts, lambda g, cal: 1 / cal.smem_wavefronts_per_clk, False),
 )
 CHIP_RESOURCES = (
@@ -179,7 +182,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
 
     g = np.maximum(grid, 1)
     fetch = fetch_instructions(c, cal, grid, gpu.sm_count * np.maximum(bpsm, 1))     # issue slots fetch adds
-    per_block = [(((r.work(c) + (fetch if r.name == "issue" else 0)) / g).astype(f32), f32(r.cycles(gpu, cal)), r)
+    per_block = [(((r.work(c) + (fetch if r.name == "fetch" else 0)) / g).astype(f32), f32(r.cycles(gpu, cal)), r)
                  for r in SM_RESOURCES]
 
     def thr_cycles(r):
@@ -227,6 +230,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     def _joined(t):
         """The SM resources' cycles ``t`` with a kernel's serial groups summed."""
         parts = dict(t)
+        parts["issue"] = parts["issue"] + parts.pop("fetch")     # fetch stalls take issue slots
         for items in groups:           # resources a kernel runs one after another: their times add
             # a share below 1: that part of the resource's time lies in the chain, the rest overlaps it
             chain = sum(parts[n] * f32(w) for n, w in items)
