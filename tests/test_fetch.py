@@ -144,3 +144,14 @@ def test_ragged_causal_flash_rows(gpu_dir):
     assert ragged.sum() == 32 and 0 < split.sum() < 32
     assert err["with"][~split].max() < 0.20 and err["with"].mean() < 0.13
     assert err["without"].max() > 0.30 and err["without"].mean() > 0.17
+
+
+def test_fetch_is_named_as_the_bound_where_it_binds():
+    """The fetch row reports on its own (it joins the issue slots as one part): B32 H16 d64 causal at N = 1000 is
+    fetch-bound, at N = 1024 it is not (a quarter of the fetch time); kernels without a layout carry none."""
+    kw = dict(dtype="fp16", causal=True, Br=128, Bc=128, warps=4)
+    ragged, even = (evaluate("sdpa-flash", 32, 16, N, 64, **kw) for N in (1000, 1024))
+    assert str(ragged.bound) == "fetch" and str(even.bound) != "fetch"
+    assert float(even.timing.times_s["fetch"]) < 0.3 * float(ragged.timing.times_s["fetch"])
+    tc = evaluate("fa2_tc", 32, 16, 1000, 64, **kw)
+    assert float(tc.timing.times_s["fetch"]) == 0
