@@ -8,7 +8,7 @@
 #   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | repeat-tc | power-check | sdpa-fresh | head-start-check
 #         | ncu | ncu-tc | ncu-dram | bench-tc | probe-pipes
 #         | probe-wgmma | probe-dispatch | probe-cold | trace-tc | trace-tc-late | sdpa-kernels | sdpa-calls | ncu-stalls
-#         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | probe-icache | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
+#         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | probe-icache | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
 #   power-check: long fa2_tc launches with the SM clock and power sampled (examples/grids/power-check.yaml)
 #   repeat-tc: time the whole fa2_tc grid again into fa2_tc.repeat.csv (the data's own repeatability)
 #   retime-tc: measure again the fa2_tc rows whose recorded timing was disturbed (measure --retime-unstable)
@@ -102,6 +102,13 @@ case $step in
       FLASH_ATTENTION:splitkv_combine_kernel:1:8:512:128:0:warm_combine_h8_d128 \
       FLASH_ATTENTION:splitkv_combine_kernel:1:8:512:64:0:warm_combine_h8_d64 \
       FLASH_ATTENTION:flash_fwd_splitkv_kernel:1:8:512:128:0:split_h8_d128 ;;
+  ncu-flash-sass-bf16)   # the same causal launches in bf16: is their code the size of fp16's?
+    mkdir -p "$OUT/flash_sass_bf16"
+    SDPA_DTYPE=bf16 bash scripts/ncu_sdpa_sass.sh "$OUT/flash_sass_bf16" \
+      FLASH_ATTENTION:flash_fwd_kernel:32:16:1000:64:1:ragged_causal_d64 \
+      FLASH_ATTENTION:flash_fwd_kernel:32:16:1024:64:1:even_causal_d64 \
+      FLASH_ATTENTION:flash_fwd_kernel:32:16:1000:128:1:ragged_causal_d128 \
+      FLASH_ATTENTION:flash_fwd_kernel:32:16:1024:128:1:even_causal_d128 ;;
   ncu-split-sass)     # the split kernel at 1, 2 and 4 key tiles a block: what its prologue and epilogue execute
     mkdir -p "$OUT/split_sass"
     bash scripts/ncu_sdpa_sass.sh "$OUT/split_sass" \

@@ -24,7 +24,7 @@ for spec in "${specs[@]}"; do
   IFS=: read -r backend regex B H N d causal tag <<< "$spec"
   tags+=("$tag")
   # the first call's kernel is skipped: the second call's is profiled
-  echo "$NCU --clock-control none $cache --kernel-name regex:$regex --launch-skip 1 --launch-count 1 $sections -o /tmp/$tag \
+  echo "${SDPA_DTYPE:+SDPA_DTYPE=$SDPA_DTYPE }$NCU --clock-control none $cache --kernel-name regex:$regex --launch-skip 1 --launch-count 1 $sections -o /tmp/$tag \
 python3 scripts/sdpa_once.py $backend $B $H $N $d $causal" >> "$OUT/ncu_sass_command.txt"
   "$NCU" --clock-control none $cache --kernel-name "regex:$regex" --launch-skip 1 --launch-count 1 $sections -f -o "/tmp/$tag" \
     python3 scripts/sdpa_once.py "$backend" "$B" "$H" "$N" "$d" "$causal" > "$OUT/ncu_$tag.log" 2>&1 || true

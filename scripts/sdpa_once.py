@@ -3,9 +3,11 @@
     python3 scripts/sdpa_once.py BACKEND B H N d CAUSAL [CALLS]
 
 BACKEND: an SDPBackend name (FLASH_ATTENTION, CUDNN_ATTENTION, ...); CAUSAL: 0/1 (or False/True); CALLS: how many
-identical calls (default 2, so that a profiler can skip the first's kernels). fp16 inputs from torch.randn. The
-Nsight Compute scripts (ncu_sdpa_sass.sh, ncu_sdpa_stalls.sh) run this under the profiler.
+identical calls (default 2, so that a profiler can skip the first's kernels). fp16 inputs from torch.randn
+(SDPA_DTYPE=bf16: bf16). The Nsight Compute scripts (ncu_sdpa_sass.sh, ncu_sdpa_stalls.sh) run this under the
+profiler.
 """
+import os
 import sys
 
 
@@ -18,7 +20,8 @@ def main(argv):
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=torch.float16) for _ in range(3))
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[os.environ.get("SDPA_DTYPE", "fp16")]
+    q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=dtype) for _ in range(3))
     for _ in range(calls):
         with sdpa_kernel([getattr(SDPBackend, backend)]):
             torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)

@@ -24,11 +24,11 @@ LAYOUT = json.load(open(DATA / "h100" / "probe" / "icache_layout.json"))["layout
 FLASH_SASS = DATA / "h100" / "flash_sass" / "sdpa_sass.tar.gz"
 
 
-def _layouts():
+def _layouts(tar=FLASH_SASS):
     spec = importlib.util.spec_from_file_location("flash_layout", ROOT / "scripts" / "flash_layout.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.layouts(FLASH_SASS)
+    return mod.layouts(tar)
 
 
 def test_arch_table_is_the_probes_reduction():
@@ -70,10 +70,13 @@ def test_supply_interpolates_within_the_table_and_holds_at_its_edges():
     assert supply_at(tab, 200.0, 40.0) == pytest.approx(0.231) and supply_at(tab, 0.0, 8.0) == pytest.approx(0.888)
 
 
-def test_flash_code_table_is_read_off_the_committed_listings():
+@pytest.mark.parametrize("tar", [FLASH_SASS, DATA / "h100" / "flash_sass_bf16" / "sdpa_sass.tar.gz"],
+                         ids=["fp16", "bf16"])
+def test_flash_code_table_is_read_off_the_committed_listings(tar):
     """SDPAFlash.CODE_KIB: (once by every warp, once by some, loop body) of each causal instantiation, as
-    scripts/flash_layout.py reads the ncu listings: the ragged one carries twice the once-run code."""
-    lay = _layouts()
+    scripts/flash_layout.py reads the ncu listings, fp16 and bf16 alike: the ragged one carries twice the once-run
+    code."""
+    lay = _layouts(tar)
     table = get("sdpa-flash").CODE_KIB
     for (d, even), (a, s, loop) in table.items():
         got = lay[f"{'even' if even else 'ragged'}_causal_d{d}"]

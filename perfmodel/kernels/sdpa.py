@@ -228,12 +228,12 @@ class SDPAFlash(_SDPA):
                         smem_bytes=np.zeros(np.shape(grid)), regs=np.full(np.shape(grid), self.COMBINE_REGS))
         return (Companion(counts=c, launch=launch, key=f"{self.name}:combine"),)
 
-    # The code of flash_fwd_kernel's causal instantiations (sm_90, fp16; bf16 is taken to be the same size), in
+    # The code of flash_fwd_kernel's causal instantiations (sm_90; fp16 and bf16 measure the same), in
     # KiB, keyed by (rounded head dim, Is_even_MN: N a multiple of both tiles): (code every warp passes through
     # once: prologue, the masking steps every block runs, epilogue; code only some warps pass through once: the
     # last masking step, which a block with fewer key tiles than masking steps skips; the main loop's body). Read
     # off Nsight Compute's executed-instruction counts per SASS instruction (examples/measurements/h100/
-    # flash_sass/, `scripts/flash_layout.py`): 16 bytes an instruction, by how many warps executed it (all of them
+    # flash_sass/ and flash_sass_bf16/, `scripts/flash_layout.py`): 16 bytes an instruction, by how many warps executed it (all of them
     # once, some once, more than one pass). The ragged instantiation unrolls one more masking step, with both masks,
     # and so has twice the once-run code of the even one.
     CODE_KIB = {(64, True): (39.45, 0.75, 25.95), (64, False): (46.58, 37.14, 25.88),
