@@ -132,7 +132,7 @@ def test_fetch_term_grows_with_the_once_run_code():
 def test_ragged_causal_flash_rows(gpu_dir):
     """SDPA flash's ragged causal launches (N = 1000, 32 rows a GPU), nothing fitted to them: within 20% each (split-KV
     launches aside, whose kernels' code was not read) and 13% on average with the fetch term, against a worst of
-    37% and 18-19% on average without it."""
+    37% and 17-18% on average without it."""
     (ms,) = dataset.load([DATA / gpu_dir / "sdpa-flash.csv"])
     spec = gpu.match_device_name(ms.gpu_name)
     cal = calibration.resolve(spec)

@@ -144,8 +144,8 @@ def fetch_instructions(c: Counts, cal: Calibration, grid, slots):
     """Issue slots (warp instructions' worth) that instruction fetch adds to a launch: its once-run code issues at
     the probe's supply for that code beside that loop instead of the loop's own rate, when blocks of uneven work
     (causal) sit at different points of the code. The first round's blocks start together and fetch in step (the
-    probe's uniform runs lose at most 3% up to 96 KiB of code): only blocks dispatched after it pay. Zero where the
-    kernel's layout (``Counts.code_once_kib``) or the GPU's supply table is unknown."""
+    probe's uniform runs lose at most 3% up to 80 KiB of once-run code): only blocks dispatched after it pay. Zero
+    where the kernel's layout (``Counts.code_once_kib``) or the GPU's supply table is unknown."""
     once = np.asarray(c.code_once_kib, dtype=float)
     if not cal.fetch_once_ipc or not np.any(once > 0):
         return 0.0
