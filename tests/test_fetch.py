@@ -132,7 +132,7 @@ def test_fetch_term_grows_with_the_once_run_code():
 def test_ragged_causal_flash_rows(gpu_dir):
     """SDPA flash's ragged causal launches (N = 1000, 32 rows a GPU), nothing fitted to them: within 20% each (split-KV
     launches aside, whose kernels' code was not read) and 13% on average with the fetch term, against a worst of
-    37% and 17-18% on average without it."""
+    37% and 17-18% on average without it (over 1.4 times the mean with it)."""
     (ms,) = dataset.load([DATA / gpu_dir / "sdpa-flash.csv"])
     spec = gpu.match_device_name(ms.gpu_name)
     cal = calibration.resolve(spec)
@@ -146,7 +146,7 @@ def test_ragged_causal_flash_rows(gpu_dir):
         err[name] = np.abs(pred / ms.measured_s - 1)[ragged]
     assert ragged.sum() == 32 and 0 < split.sum() < 32
     assert err["with"][~split].max() < 0.20 and err["with"].mean() < 0.13
-    assert err["without"].max() > 0.30 and err["without"].mean() > 0.17
+    assert err["without"].max() > 0.30 and err["without"].mean() > 1.4 * err["with"].mean()
 
 
 def test_fetch_is_named_as_the_bound_where_it_binds():
