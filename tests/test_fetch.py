@@ -4,13 +4,12 @@ probe/icache_layout.json, layout_runs; gpus/arch/sm_90.yaml fetch_once_ipc), fla
 model counts against Nsight Compute's, and where the term applies."""
 
 import dataclasses
-import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
-from util import evaluate
+from util import evaluate, script
 
 from perfmodel.evaluation import dataset, validate
 from perfmodel.hw import arch, calibration, gpu
@@ -25,10 +24,7 @@ FLASH_SASS = DATA / "h100" / "flash_sass" / "sdpa_sass.tar.gz"
 
 
 def _layouts(tar=FLASH_SASS):
-    spec = importlib.util.spec_from_file_location("flash_layout", ROOT / "scripts" / "flash_layout.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.layouts(tar)
+    return script("flash_layout").layouts(tar)
 
 
 def test_arch_table_is_the_probes_reduction():

@@ -3,19 +3,17 @@ for each overhead, the unrolled loop body it is read off has that many instructi
 memory ones the model counts (scripts/sass_loops.py), per step the body covers. sm_90: the listings of the
 measured H100 builds; sm_80 and sm_86: builds of the same sources with nvcc 13.0 -O3, disassembled on the lent
 machine (no such GPU is measured here)."""
-import importlib.util
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
+from util import script
 
 from perfmodel.kernels import get
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("sass_loops", ROOT / "scripts" / "sass_loops.py")
-sass_loops = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(sass_loops)
+sass_loops = script("sass_loops")
 
 LISTING = {
     "sm_90": "examples/measurements/h100/sass/{k}.sass",

@@ -3,6 +3,7 @@ launch (examples/measurements/h100/sdpa_kernels.json, scripts/sdpa_kernels.py) a
 (examples/measurements/h100/sdpa_sass, Nsight Compute's per-instruction counts, scripts/ncu_sdpa_sass.sh)."""
 
 import collections
+import io
 import json
 import re
 from pathlib import Path
@@ -207,12 +208,7 @@ def test_combine_instructions_are_the_counters():
 def test_combine_classes_are_read_off_its_sass(tag, splits):
     """COMBINE_CLASSES, per warp by latency class at 2 splits and per further split, as scripts/flash_layout.py
     sorts the combine's executed instructions (examples/measurements/h100/combine_warm), within 0.05 a warp."""
-    import importlib.util
-    import io
-
-    spec = importlib.util.spec_from_file_location("flash_layout", ROOT / "scripts" / "flash_layout.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = util.script("flash_layout")
     text = mod.listings(ROOT / "examples" / "measurements" / "h100" / "combine_warm" / "sdpa_sass.tar.gz")[tag]
     warps = mod.layout(io.StringIO(text))["warps"]
     got = mod.classes(io.StringIO(text), warps)
@@ -254,12 +250,7 @@ def test_split_kernel_instructions_match_ncu(tar, tag, shape):
     """The split-KV kernel's instructions per warp (FA2's loop counts and SPLIT_BLOCK_INSTRUCTIONS) against Nsight
     Compute's executed counts at one and two key tiles a block, d = 64 and 128, within 2%; without the block's
     prologue and epilogue the model is 17-29% short."""
-    import importlib.util
-    import io
-
-    spec = importlib.util.spec_from_file_location("flash_layout", ROOT / "scripts" / "flash_layout.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = util.script("flash_layout")
     text = mod.listings(H100 / tar / "sdpa_sass.tar.gz")[tag]
     lay = mod.layout(io.StringIO(text))
     ncu = sum(mod.classes(io.StringIO(text), lay["warps"]).values())

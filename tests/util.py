@@ -1,8 +1,11 @@
 """Shortcuts for tests: one kernel evaluation from plain numbers; the committed Nsight Compute exports, read."""
 
 import csv
+import importlib.util
 import io
 import tarfile
+from functools import lru_cache
+from pathlib import Path
 
 from perfmodel.hw import calibration, gpu
 from perfmodel.kernels import get
@@ -36,3 +39,13 @@ def ncu_details(lines):
     """The metric rows of an Nsight Compute ``--page details --csv`` export, given as lines (ncu's own messages,
     which do not start with a quote, are skipped)."""
     return list(csv.DictReader(line for line in lines if line.startswith('"')))
+
+
+@lru_cache(maxsize=None)
+def script(name):
+    """A module of scripts/ (not a package), loaded from its file: ``script("flash_layout").layouts(...)``."""
+    path = Path(__file__).resolve().parent.parent / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
