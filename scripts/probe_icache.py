@@ -40,6 +40,19 @@ def buffers(torch, sm, grid, stamps):
             torch.zeros(stamps * grid * THREADS // 32, dtype=torch.int64, device="cuda"))
 
 
+def traced(torch, sm, grid, launch):
+    """A launch of ``grid`` blocks that stamps each warp's start and end and each block's SM: ``launch(warm, counter,
+    out, cycles, smids)`` once to warm up and once measured. Returns the stamps [blocks, warps, 2], each block's SM
+    and the most blocks any SM started."""
+    counter, o, cyc = buffers(torch, sm, grid, 2)
+    smids = torch.zeros(grid, dtype=torch.int32, device="cuda")
+    launch(True, counter, o, cyc, smids)
+    counter.zero_()
+    launch(False, counter, o, cyc, smids)
+    torch.cuda.synchronize()
+    return cyc.cpu().numpy().reshape(grid, THREADS // 32, 2), smids.cpu().numpy(), int(counter.max().item())
+
+
 def sm_issue_rates(t, where, instructions):
     """Per SM, what its warps issued per scheduler per clock over the span from their first start to their last
     end on the SM's own clock: ``t`` is [blocks, warps, 2] clock64 stamps, ``where`` each block's SM,
@@ -90,17 +103,12 @@ def main(path):
         grid = sm * bps
         for kb in ext.stream_sizes():
             per_pass, iters = passes(kb)
-            counter, o, cyc = buffers(torch, sm, grid, 2)
-            smids = torch.zeros(grid, dtype=torch.int32, device="cuda")
-            ext.run_streams(kb, grid, THREADS, smem, 2, streams, counter, o, cyc, smids)    # warm-up
-            counter.zero_()
-            ext.run_streams(kb, grid, THREADS, smem, iters, streams, counter, o, cyc, smids)
-            torch.cuda.synchronize()
-            t = cyc.cpu().numpy().reshape(grid, THREADS // 32, 2)
-            ipc = sm_issue_rates(t, smids.cpu().numpy(), np.full(grid, iters * per_pass))
+            t, where, started = traced(torch, sm, grid, lambda warm, *bufs: ext.run_streams(
+                kb, grid, THREADS, smem, 2 if warm else iters, streams, *bufs))
+            ipc = sm_issue_rates(t, where, np.full(grid, iters * per_pass))
             row = {"body_kib": kb, "blocks_per_sm": bps, "streams": streams, "hot_code_kib": kb * streams,
                    "iters": iters, "ipc_per_scheduler": float(np.median(ipc)), "ipc_min": float(np.min(ipc)),
-                   "blocks_started_per_sm_max": int(counter.max().item())}
+                   "blocks_started_per_sm_max": started}
             out["stream_runs"].append(row)
             print(f"bps {bps} streams {streams} body {kb:3d} KiB hot {kb * streams:4d} KiB  "
                   f"IPC/scheduler {row['ipc_per_scheduler']:.3f}", flush=True)
@@ -114,17 +122,11 @@ def main(path):
                 if bps == 1 and (loop_kb != 24 or pattern != "causal"):
                     continue
                 for once in range(0, ext.layout_chunks() + 1, 2):
-                    counter, o, cyc = buffers(torch, sm, grid, 2)
-                    smids = torch.zeros(grid, dtype=torch.int32, device="cuda")
-                    args = (loop_kb, grid, THREADS, smem, once, base, period, step, counter, o, cyc, smids)
-                    ext.run_layout(*args)                                                  # warm-up
-                    counter.zero_()
-                    ext.run_layout(*args)
-                    torch.cuda.synchronize()
-                    t = cyc.cpu().numpy().reshape(grid, THREADS // 32, 2)
+                    t, where, _ = traced(torch, sm, grid, lambda warm, *bufs: ext.run_layout(
+                        loop_kb, grid, THREADS, smem, once, base, period, step, *bufs))
                     passes_ = base + (np.arange(grid) % period) * step
                     inst = once * chunk + passes_ * loop_kb * 1024 // 16
-                    ipc = sm_issue_rates(t, smids.cpu().numpy(), inst)
+                    ipc = sm_issue_rates(t, where, inst)
                     row = {"blocks_per_sm": bps, "loop_kib": loop_kb, "once_kib": once * 8, "pattern": pattern,
                            "mean_passes": float(passes_.mean()), "grid": grid,
                            "once_fraction": float(once * chunk / inst.mean()),
