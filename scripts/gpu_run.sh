@@ -8,7 +8,7 @@
 #   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | repeat-tc | power-check | sdpa-fresh | head-start-check
 #         | ncu | ncu-tc | ncu-dram | bench-tc | probe-pipes
 #         | probe-wgmma | probe-dispatch | probe-cold | trace-tc | trace-tc-late | sdpa-kernels | sdpa-calls | ncu-stalls
-#         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | probe-icache | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
+#         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | ncu-tc-sass | probe-icache | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
 #   power-check: long fa2_tc launches with the SM clock and power sampled (examples/grids/power-check.yaml)
 #   repeat-tc: time the whole fa2_tc grid again into fa2_tc.repeat.csv (the data's own repeatability)
 #   retime-tc: measure again the fa2_tc rows whose recorded timing was disturbed (measure --retime-unstable)
@@ -116,6 +116,8 @@ case $step in
       FLASH_ATTENTION:flash_fwd_splitkv_kernel:1:8:1000:64:0:split_h8_n1000_d64 \
       FLASH_ATTENTION:flash_fwd_splitkv_kernel:1:8:1000:128:0:split_h8_n1000_d128 \
       FLASH_ATTENTION:flash_fwd_splitkv_kernel:1:8:512:128:1:split_h8_n512_d128_causal ;;
+  ncu-tc-sass)        # fa2_tc's per-instruction stalls, lone blocks and many waves (scripts/ncu_tc_sass.sh)
+    mkdir -p "$OUT/tc_sass"; bash scripts/ncu_tc_sass.sh "$OUT/tc_sass" ;;
   probe-icache) python3 scripts/probe_icache.py "$OUT/icache.json" ;;
   all)
     pm probe --out "$OUT/calibration.yaml"
