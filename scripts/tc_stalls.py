@@ -20,7 +20,10 @@ TAG = re.compile(r"(?P<kind>lone|full)_(?P<causal>causal_)?d(?P<d>\d+)_(?P<Br>\d
 
 
 def config(tag):
+    """The launch a default tag names (TAG), None for another tag."""
     m = TAG.match(tag)
+    if m is None:
+        return None
     lone = m["kind"] == "lone"
     return {"B": 1 if lone else 32, "H": 1 if lone else 16, "N": 8192 if lone else 2048, "d": int(m["d"]),
             "causal": bool(m["causal"]), "Br": int(m["Br"]), "Bc": int(m["Bc"]), "warps": int(m["w"])}
@@ -68,6 +71,9 @@ def per_tile(tar_path) -> dict:
             continue
         tag = name[len("sass_"):-len(".csv")]
         c = config(tag)
+        if c is None:               # a SPEC of one's own: its shape is not in its name
+            print(f"skipped {tag}: not one of scripts/ncu_tc_sass.sh's default launches", file=sys.stderr)
+            continue
         per = elapsed_cycles(files[f"details_{tag}.csv"]) / busiest_sm_tiles(c)
         s = stalls(files[name])
         total = sum(s.values())
