@@ -22,7 +22,7 @@ def layout(lines, warps=None) -> dict:
     KiB of code executed once by every warp, by some warps, by warps more than once on average, never. ``warps``:
     the launch's warps (by default, the largest count any instruction was executed, at most once per warp: the
     kernel's first instruction)."""
-    head, body = _rows(lines)
+    head, body = listing_rows(lines)
     col = head.index("Instructions Executed")
     counts = [int(r[col].replace(",", "")) for r in body]
     w = warps or counts[0]
@@ -40,7 +40,9 @@ CLASSES = {"MUFU": "sfu", "I2F": "sfu", "F2I": "sfu", "I2FP": "sfu", "F2IP": "sf
            "BAR": "sync"}
 
 
-def _rows(lines):
+def listing_rows(lines):
+    """(header, instruction rows) of a SourceCounters CSV's lines: the header is the row that opens with "Address",
+    an instruction row one whose address is hex."""
     rows = list(csv.reader(lines))
     head = next(i for i, r in enumerate(rows) if r and r[0] == "Address")
     return rows[head], [r for r in rows[head + 1:] if r and r[0].startswith("0x")]
@@ -48,7 +50,7 @@ def _rows(lines):
 
 def classes(lines, warps) -> dict:
     """Executed instructions per warp by latency class (CLASSES), from the CSV's lines, over ``warps``."""
-    head, body = _rows(lines)
+    head, body = listing_rows(lines)
     col = head.index("Instructions Executed")
     out = collections.Counter()
     for r in body:
@@ -58,14 +60,15 @@ def classes(lines, warps) -> dict:
     return {k: v / warps for k, v in sorted(out.items())}
 
 
-def listings(tar_path) -> dict:
-    """tag -> the text of every sass_<tag>.csv in a tarball of ncu_sdpa_sass.sh."""
+def listings(tar_path, prefix="sass_") -> dict:
+    """tag -> the text of every <prefix><tag>.csv in a tarball of ncu_sdpa_sass.sh or ncu_tc_sass.sh (``prefix``
+    "details_": their details pages)."""
     out = {}
     with tarfile.open(tar_path) as tar:
         for m in tar.getmembers():
             name = m.name.rsplit("/", 1)[-1]
-            if name.startswith("sass_") and name.endswith(".csv"):
-                out[name[5:-4]] = tar.extractfile(m).read().decode()
+            if name.startswith(prefix) and name.endswith(".csv"):
+                out[name[len(prefix):-4]] = tar.extractfile(m).read().decode()
     return out
 
 

@@ -13,7 +13,8 @@ import io
 import json
 import re
 import sys
-import tarfile
+
+from flash_layout import listing_rows, listings
 
 SMS = 132          # the H100 SXM's SMs (the launches were profiled there)
 # tag -> (B, H, N, d, causal, Br, Bc, warps): what scripts/ncu_tc_sass.sh profiles by default
@@ -38,21 +39,14 @@ def busiest_sm_tiles(c):
     return tiles if blocks <= SMS else blocks * tiles / SMS
 
 
-def _members(tar_path):
-    with tarfile.open(tar_path) as tar:
-        return {m.name.rsplit("/", 1)[-1]: tar.extractfile(m).read().decode() for m in tar.getmembers() if m.isfile()}
-
-
 def stalls(sass_text) -> dict:
     """Samples by stall reason, summed over the listing's instructions."""
-    rows = list(csv.reader(io.StringIO(sass_text)))
-    head = next(i for i, r in enumerate(rows) if r and r[0] == "Address")
-    cols = {h: i for i, h in enumerate(rows[head]) if h.startswith("stall_") and "Not Issued" not in h}
+    head, body = listing_rows(io.StringIO(sass_text))
+    cols = {h: i for i, h in enumerate(head) if h.startswith("stall_") and "Not Issued" not in h}
     out = dict.fromkeys((h[len("stall_"):] for h in cols), 0)
-    for r in rows[head + 1:]:
-        if r and r[0].startswith("0x"):
-            for h, i in cols.items():
-                out[h[len("stall_"):]] += int(r[i].replace(",", "") or 0)
+    for r in body:
+        for h, i in cols.items():
+            out[h[len("stall_"):]] += int(r[i].replace(",", "") or 0)
     return out
 
 
@@ -65,18 +59,15 @@ def elapsed_cycles(details_text) -> float:
 
 def per_tile(tar_path) -> dict:
     """tag -> {"config", "cycles_per_tile", "stall_cycles_per_tile": {reason: cycles}}."""
-    files = _members(tar_path)
+    sass, details = listings(tar_path), listings(tar_path, "details_")
     out = {}
-    for name in sorted(files):
-        if not (name.startswith("sass_") and name.endswith(".csv")):
-            continue
-        tag = name[len("sass_"):-len(".csv")]
+    for tag in sorted(sass):
         c = config(tag)
         if c is None:               # a SPEC of one's own: its shape is not in its name
             print(f"skipped {tag}: not one of scripts/ncu_tc_sass.sh's default launches", file=sys.stderr)
             continue
-        per = elapsed_cycles(files[f"details_{tag}.csv"]) / busiest_sm_tiles(c)
-        s = stalls(files[name])
+        per = elapsed_cycles(details[tag]) / busiest_sm_tiles(c)
+        s = stalls(sass[tag])
         total = sum(s.values())
         out[tag] = {"config": c, "cycles_per_tile": per,
                     "stall_cycles_per_tile": {k: per * v / total for k, v in sorted(s.items()) if v}}

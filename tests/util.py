@@ -3,6 +3,7 @@
 import csv
 import importlib.util
 import io
+import sys
 import tarfile
 from functools import lru_cache
 from pathlib import Path
@@ -43,8 +44,12 @@ def ncu_details(lines):
 
 @lru_cache(maxsize=None)
 def script(name):
-    """A module of scripts/ (not a package), loaded from its file: ``script("flash_layout").layouts(...)``."""
-    path = Path(__file__).resolve().parent.parent / "scripts" / f"{name}.py"
+    """A module of scripts/ (not a package), loaded from its file: ``script("flash_layout").layouts(...)``. Its
+    imports of other scripts resolve as when it is run (``python3 scripts/NAME.py`` puts scripts/ on the path)."""
+    scripts = Path(__file__).resolve().parent.parent / "scripts"
+    if str(scripts) not in sys.path:
+        sys.path.append(str(scripts))
+    path = scripts / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
