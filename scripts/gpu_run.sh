@@ -5,11 +5,12 @@
 # first and new rows are appended to the copy; copy it back into the repo afterwards.
 #
 #   scripts/gpu_run.sh STEP [MAX_SECONDS]
-#   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | repeat-tc | power-check | sdpa-fresh | head-start-check
+#   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | repeat-tc | clocked-tc | power-check | sdpa-fresh | head-start-check
 #         | ncu | ncu-tc | ncu-dram | bench-tc | probe-pipes
 #         | probe-wgmma | probe-dispatch | probe-cold | trace-tc | trace-tc-late | sdpa-kernels | sdpa-calls | ncu-stalls
 #         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | ncu-tc-sass | probe-icache | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
 #   power-check: long fa2_tc launches with the SM clock and power sampled (examples/grids/power-check.yaml)
+#   clocked-tc: time the whole fa2_tc grid with each run's SM clock measured (RUN=2: a second file)
 #   repeat-tc: time the whole fa2_tc grid again into fa2_tc.repeat.csv (the data's own repeatability)
 #   retime-tc: measure again the fa2_tc rows whose recorded timing was disturbed (measure --retime-unstable)
 #   PACK=1: pack everything under $OUT into $OUT/out.tar.gz at the end (a lent machine returns at most 8 files)
@@ -58,6 +59,11 @@ case $step in
   repeat-tc)          # the whole fa2_tc grid timed again from scratch, in a second file (examples/repeatability.py)
     pm measure --kernel fa2_tc --grid examples/grids/$grids-fa2_tc.yaml --out "$OUT/fa2_tc.repeat.csv" \
       --max-seconds "$max_s" ;;
+  clocked-tc)         # the whole fa2_tc grid timed with the spin clocks (bench.py) into fa2_tc.clocked$RUN.csv; a
+                      # rerun with the file in $OUT resumes it
+    f=fa2_tc.clocked${RUN:-}.csv
+    [ -f "$data/$f" ] && cp "$data/$f" "$OUT/$f"
+    pm measure --kernel fa2_tc --grid examples/grids/$grids-fa2_tc.yaml --out "$OUT/$f" --max-seconds "$max_s" ;;
   sdpa-fresh)         # both SDPA kernels from scratch (the timing method changed: bench.HEAD_START_S)
     for k in sdpa-flash sdpa-cudnn; do
       pm measure --kernel $k --grid examples/grids/$grids-sdpa.yaml --out "$OUT/$k.csv" --max-seconds "$max_s"

@@ -57,6 +57,23 @@ def test_rows_are_appended_and_a_rerun_sees_them(tmp_path):
     assert list(csv.reader(open(out)))[0] == runner.COLUMNS
 
 
+def test_a_rerun_on_a_file_without_the_clock_columns_keeps_its_header(tmp_path):
+    """Rows appended to a file written before the spin clocks existed keep that file's columns, so every line
+    still matches its header (the new columns are left out, not shifted into others)."""
+    out = tmp_path / "old.csv"
+    key = dict(kernel="fa1", B=1, H=4, N=64, d=32, Br=16, Bc=16, threads=16, pad=0, dtype="fp32", causal=0,
+               l2_flush=1)
+    a = runner.Appender(out, runner.PRE_SPIN_COLUMNS)
+    a.add(dict(key, median_ms="1.0", command="old"))
+    a.close()
+    b = runner.Appender(out, runner.COLUMNS)
+    b.add(dict(key, N=128, median_ms="2.0", command="new", spin_clock_mhz_before="1900.0", median_cycles="1e6"))
+    b.close()
+    lines = list(csv.reader(open(out)))
+    assert lines[0] == runner.PRE_SPIN_COLUMNS and all(len(x) == len(lines[0]) for x in lines)
+    assert [r["command"] for r in runner.read_rows(out)] == ["old", "new"]
+
+
 def test_clock_reads_nvml_and_falls_back_to_empty():
     class FakeNVML:
         NVML_CLOCK_SM = 1
@@ -98,10 +115,14 @@ def test_a_retimed_row_replaces_the_old_in_place(tmp_path):
 
 
 class _FakeTorch:
-    """Just enough of torch for Bencher: each timed run takes the next value of ``times``."""
+    """Just enough of torch for Bencher, on a simulated GPU timeline: each timed call (``kernel``) takes the next
+    value of ``times`` (ms); a spin of n cycles takes ``gap_ms`` + n / clock, at ``mhz`` before a call and
+    ``mhz_after`` just after one (the clock dips in a long call); events read the timeline."""
 
-    def __init__(self, times):
+    def __init__(self, times, mhz=2000.0, mhz_after=None, gap_ms=0.0):
         self.times = iter(times)
+        self.now = 0.0
+        self.after_call = False
         torch = self
 
         class Event:
@@ -109,15 +130,22 @@ class _FakeTorch:
                 self.t = None
 
             def record(self):
-                pass
+                self.t = torch.now
 
             def elapsed_time(self, other):
-                if other.t is None:
-                    other.t = next(torch.times)
-                return other.t
+                return other.t - self.t
+
+        def sleep(cycles):
+            f = mhz_after if (torch.after_call and mhz_after) else mhz
+            torch.now += gap_ms + cycles / (f * 1e3)
+            torch.after_call = False
 
         self.cuda = type("cuda", (), {"Event": Event, "synchronize": staticmethod(lambda: None),
-                                      "_sleep": staticmethod(lambda cycles: None)})
+                                      "_sleep": staticmethod(sleep)})
+
+    def kernel(self):
+        self.now += next(self.times)
+        self.after_call = True
 
     def empty(self, *a, **k):
         return type("buf", (), {"zero_": lambda self: None})()
@@ -126,11 +154,28 @@ class _FakeTorch:
 def test_a_disturbed_batch_is_timed_again_and_the_narrowest_kept():
     from perfmodel.measure import bench
 
-    noisy = [1.0] + [1.0, 3.0] * 5                      # the estimate run, then a batch of 10 spread 3x
-    clean = [1.0] + [1.0, 1.01] * 5
-    t = bench.Bencher(_FakeTorch(noisy + clean), flush=False).run(lambda: None, warmup=3, min_runs=10, max_runs=10)
+    noisy = [1.0] * 4 + [1.0, 3.0] * 5                  # warm-up and estimate runs, then a batch of 10 spread 3x
+    clean = [1.0] * 4 + [1.0, 1.01] * 5
+    fake = _FakeTorch(noisy + clean)
+    t = bench.Bencher(fake, flush=False).run(fake.kernel, warmup=3, min_runs=10, max_runs=10)
     assert t.spread < 1.05 and t.median_ms == pytest.approx(1.005, abs=0.01)
-    once = bench.Bencher(_FakeTorch(noisy + clean), flush=False).run(lambda: None, warmup=3, min_runs=10,
-                                                                     max_runs=10, attempts=1)
+    fake = _FakeTorch(noisy + clean)
+    once = bench.Bencher(fake, flush=False).run(fake.kernel, warmup=3, min_runs=10, max_runs=10, attempts=1)
     assert once.spread > 2                              # one attempt: the disturbed batch is what there is
     assert bench.unstable("0.1", "0.2") and not bench.unstable("0.1", "0.11")
+
+
+def test_the_head_start_spins_measure_the_clock_before_and_after_each_run():
+    """The spins around each run read the SM clock: 1800 MHz before, 1650 just after (a dip within the call), with a
+    fixed 4 us that every event pair adds, which the two-length calibration removes; the call's cycles are its time
+    at the mean of the two clocks. Without the gap's removal the clock would read 2% low."""
+    from perfmodel.measure import bench
+
+    fake = _FakeTorch([0.5] * 14, mhz=1800.0, mhz_after=1650.0, gap_ms=0.004)
+    b = bench.Bencher(fake, flush=False)
+    t = b.run(fake.kernel, warmup=3, min_runs=10, max_runs=10)
+    assert b.spin_gap_ms() == pytest.approx(0.004, rel=1e-6)
+    assert t.clock_before_mhz == pytest.approx(1800.0, rel=1e-6)
+    assert t.clock_after_mhz == pytest.approx(1650.0, rel=1e-6)
+    assert t.median_cycles == pytest.approx(0.5e-3 * 1725e6, rel=1e-6)
+    assert t.median_ms == pytest.approx(0.5)

@@ -6,12 +6,20 @@ of launching the timed call (PyTorch's dispatch, cuDNN's graph lookup: tens of m
 before the start event runs: the events then bracket GPU work only. Without it, calls whose host side outlasts the
 flush time the host instead of the kernel (seen: cuDNN SDPA at 12-75 us for one 10 us problem).
 
+The head start also measures the SM clock of every run: the spin lasts a known number of SM cycles, so cycles over
+its event time (less the fixed time an event pair adds around a spin, measured once from spins of two lengths)
+is the clock just before the timed call; a second spin just after it gives the clock at its end. Their medians
+over the batch are recorded with the timing, and the median over runs of time x mean clock is the call's SM
+cycles: what the timing would read at any clock, for calls bound by the SM (DVFS moves the clock between and
+within runs, and a shared machine's clocks cannot be locked).
+
 A batch of runs whose spread is wide (p80/p20 above SPREAD_LIMIT) was disturbed (on shared machines: another
 process on the GPU, a clock dip): it is timed again, up to ``attempts`` batches, and the batch with the narrowest
 spread is kept. The rule looks only at the timings' own spread, never at a prediction."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +34,9 @@ class Timing:
     p20_ms: float
     p80_ms: float
     n_runs: int
+    clock_before_mhz: float = math.nan       # the SM clock of the head-start spin before each run (median)
+    clock_after_mhz: float = math.nan        # of the spin just after each run (median)
+    median_cycles: float = math.nan          # median over runs of time x the mean of the two clocks
 
     @property
     def spread(self) -> float:
@@ -46,6 +57,32 @@ class Bencher:
         self.flush = flush
         self.cache = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda") if flush else None
         self.sleep_cycles = int(HEAD_START_S * clock_hz)
+        self._gap_ms = None
+
+    def _spin(self, cycles: int):
+        """Events around a spin of ``cycles`` SM cycles (torch.cuda._sleep), queued on the current stream."""
+        a = self.torch.cuda.Event(enable_timing=True)
+        b = self.torch.cuda.Event(enable_timing=True)
+        a.record()
+        self.torch.cuda._sleep(cycles)
+        b.record()
+        return a, b
+
+    def spin_gap_ms(self) -> float:
+        """The time an event pair measures around a spin beyond its cycles: spins of n and 2n cycles back to back
+        take g + n/f and g + 2n/f, so g = 2 t(n) - t(2n) (the median of 5 pairs, at least 0; measured once)."""
+        if self._gap_ms is None:
+            n = max(self.sleep_cycles // 2, 1)
+            pairs = [(self._spin(n), self._spin(2 * n)) for _ in range(5)]
+            self.torch.cuda.synchronize()
+            gaps = [2 * a.elapsed_time(b) - c.elapsed_time(d) for (a, b), (c, d) in pairs]
+            self._gap_ms = max(float(np.median(gaps)), 0.0)
+        return self._gap_ms
+
+    def clock_mhz(self, spin_ms):
+        """The SM clock of spins of ``sleep_cycles`` that took ``spin_ms`` (NaN where the time is not above the gap)."""
+        t = np.asarray(spin_ms, dtype=float) - self.spin_gap_ms()
+        return np.where(t > 0, self.sleep_cycles / np.where(t > 0, t, 1.0) * 1e-3, np.nan)
 
     def run(self, fn, setup=None, warmup: int = 3, min_runs: int = 10, max_runs: int = 100,
             target_s: float = 0.25, attempts: int = 3) -> Timing:
@@ -67,29 +104,40 @@ class Bencher:
 
     def _batch(self, fn, setup, warmup, min_runs, max_runs, target_s) -> Timing:
         torch = self.torch
+        spin = self.sleep_cycles > 0
+        if spin:
+            self.spin_gap_ms()
 
         def once():
             if setup is not None:
                 setup()
             if self.cache is not None:
                 self.flush_l2()
-            if self.sleep_cycles:
-                torch.cuda._sleep(self.sleep_cycles)
+            head = self._spin(self.sleep_cycles) if spin else None
             s = torch.cuda.Event(enable_timing=True)
             e = torch.cuda.Event(enable_timing=True)
             s.record()
             fn()
             e.record()
-            return s, e
+            tail = self._spin(self.sleep_cycles) if spin else None
+            return s, e, head, tail
 
         for _ in range(warmup):
             once()
         torch.cuda.synchronize()
-        s, e = once()
+        s, e, _, _ = once()
         torch.cuda.synchronize()
         est_ms = max(s.elapsed_time(e), 1e-3)
         n = int(np.clip(target_s * 1e3 / est_ms, min_runs, max_runs))
-        events = [once() for _ in range(n)]
+        runs = [once() for _ in range(n)]
         torch.cuda.synchronize()
-        times = np.array([a.elapsed_time(b) for a, b in events])
-        return Timing(float(np.median(times)), float(np.quantile(times, 0.2)), float(np.quantile(times, 0.8)), n)
+        times = np.array([s.elapsed_time(e) for s, e, _, _ in runs])
+        clocks = {}
+        if spin:
+            for i, side in ((2, "before"), (3, "after")):
+                clocks[side] = self.clock_mhz([r[i][0].elapsed_time(r[i][1]) for r in runs])
+        med = lambda x: float(np.nanmedian(x)) if np.isfinite(x).any() else math.nan
+        cycles = times * 1e3 * (clocks["before"] + clocks["after"]) / 2 if spin else np.full(n, np.nan)
+        return Timing(float(np.median(times)), float(np.quantile(times, 0.2)), float(np.quantile(times, 0.8)), n,
+                      clock_before_mhz=med(clocks.get("before", np.nan)),
+                      clock_after_mhz=med(clocks.get("after", np.nan)), median_cycles=med(cycles))

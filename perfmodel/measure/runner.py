@@ -30,9 +30,11 @@ from perfmodel.model import engine
 from perfmodel.shape import AXES
 
 KEY = ["kernel", *AXES, *TILE_COLUMNS, "dtype", "causal", "l2_flush"]
-COLUMNS = KEY + ["median_ms", "p20_ms", "p80_ms", "n_runs", "rel_err", "regs_per_thread", "smem_bytes",
-                 "local_bytes", "cuda_blocks_per_sm", "gpu_name", "sm_clock_mhz_before", "sm_clock_mhz_after",
-                 "sm_clock_max_mhz", "driver", "torch", "torch_cuda", "nvcc", "date", "seed", "command"]
+# files written before the head-start spins measured the clock (bench.Timing) end at "command"
+PRE_SPIN_COLUMNS = KEY + ["median_ms", "p20_ms", "p80_ms", "n_runs", "rel_err", "regs_per_thread", "smem_bytes",
+                        "local_bytes", "cuda_blocks_per_sm", "gpu_name", "sm_clock_mhz_before", "sm_clock_mhz_after",
+                        "sm_clock_max_mhz", "driver", "torch", "torch_cuda", "nvcc", "date", "seed", "command"]
+COLUMNS = PRE_SPIN_COLUMNS + ["spin_clock_mhz_before", "spin_clock_mhz_after", "median_cycles"]
 SKIP_COLUMNS = KEY + ["reason", "detail", "date"]
 _KEY_DEFAULTS = {"causal": "0", "dtype": "fp32"}     # files written before these columns existed
 
@@ -49,11 +51,16 @@ def read_rows(path: Path) -> list[dict]:
 
 
 class Appender:
-    """Append rows to a CSV, writing the header for a new file and flushing every row."""
+    """Append rows to a CSV, writing the header for a new file and flushing every row. A file that exists keeps
+    its own header (a rerun on a file of PRE_SPIN_COLUMNS appends rows of those columns)."""
 
     def __init__(self, path: Path, columns: list[str]):
-        self.path, self.columns = path, columns
         new = not path.exists() or path.stat().st_size == 0
+        if not new:
+            with path.open(newline="") as f:
+                header = next(csv.reader(line for line in f if not line.startswith("#")), None)
+            columns = header or columns
+        self.path, self.columns = path, columns
         path.parent.mkdir(parents=True, exist_ok=True)
         self.f = path.open("a", newline="")
         self.w = csv.DictWriter(self.f, fieldnames=columns)
@@ -299,7 +306,9 @@ def measure(configs: list[Config], out: Path, spec: GPUSpec | None, flush: bool 
                        cuda_blocks_per_sm=attrs["cuda_blocks_per_sm"], gpu_name=device_name,
                        sm_clock_mhz_before=before, sm_clock_mhz_after=after, sm_clock_max_mhz=clock.max_mhz(),
                        driver=clock.driver(), torch=str(torch.__version__), torch_cuda=tool["torch_cuda"],
-                       nvcc=tool["nvcc"], date=now(), seed=seed, command=command)
+                       nvcc=tool["nvcc"], date=now(), seed=seed, command=command,
+                       spin_clock_mhz_before=f"{t.clock_before_mhz:.1f}", spin_clock_mhz_after=f"{t.clock_after_mhz:.1f}",
+                       median_cycles=f"{t.median_cycles:.6g}")
             if k in redo:                       # keep the disturbed row, then swap the new one in
                 old = Appender(out.with_suffix(".superseded.csv"), COLUMNS)
                 old.add(existing[k])
