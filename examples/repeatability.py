@@ -1,9 +1,12 @@
-"""How repeatable is the ground truth? fa2_tc's whole H100 grid was timed twice, hours apart, by the same command
-(examples/measurements/h100/fa2_tc.csv and fa2_tc.repeat.csv; `scripts/gpu_run.sh repeat-tc`). This compares the two
-runs row by row and scores the second run as if it were a model of the first: its timing differences, its Spearman
-rank correlation over tiles and its tile advice, computed exactly as `perfmodel validate` and examples/tile_advice.py
-score the model. No model can be expected to rank tiles better against one run than the other run does. The model
-(fitted on the first run's training split only) is scored against both runs' held-out rows beside it.
+"""How repeatable is the ground truth? fa2_tc's whole H100 grid was timed twice, back to back, with each run's SM
+clock measured (examples/measurements/h100/fa2_tc.csv and fa2_tc.repeat.csv; `scripts/gpu_run.sh clocked-tc`, RUN=2
+for the second). This compares the two runs row by row and scores the second run as if it were a model of the first:
+its timing differences, its Spearman rank correlation over tiles and its tile advice, computed exactly as `perfmodel
+validate` and examples/tile_advice.py score the model. No model can be expected to rank tiles better against one run
+than the other run does. The model (fitted on the first run's training split only) is scored against both runs'
+held-out rows beside it. The same comparison of the two earlier runs, timed hours apart without the clock measured
+(fa2_tc.unclocked.csv and fa2_tc.unclocked-repeat.csv, the ground truth until the clocked runs replaced it), is
+recorded under "unclocked".
 Writes examples/benchmarks/repeatability_fa2_tc.json. Run from the repository root: python examples/repeatability.py"""
 import json
 from pathlib import Path
@@ -14,7 +17,9 @@ from perfmodel.evaluation import dataset, validate
 from perfmodel.evaluation.fit import in_training_split
 
 ROOT = Path(__file__).resolve().parents[1]
-FIRST, SECOND = "examples/measurements/h100/fa2_tc.csv", "examples/measurements/h100/fa2_tc.repeat.csv"
+M = "examples/measurements/h100/"
+FIRST, SECOND = M + "fa2_tc.csv", M + "fa2_tc.repeat.csv"
+UNCLOCKED = M + "fa2_tc.unclocked.csv", M + "fa2_tc.unclocked-repeat.csv"
 OUT = "examples/benchmarks/repeatability_fa2_tc.json"
 GROUP = ("B", "H", "N", "d", "dtype", "causal")
 ROW = GROUP + ("Br", "Bc", "threads")
@@ -32,8 +37,8 @@ def tile_advice(ranked, truth, groups):
             "within_5_percent": float((slow <= 0.05).mean()), "worst_slowdown": float(slow.max())}
 
 
-def compute() -> dict:
-    (first,), (second,) = dataset.load([str(ROOT / FIRST)]), dataset.load([str(ROOT / SECOND)])
+def compute(first_path=FIRST, second_path=SECOND, unclocked=True) -> dict:
+    (first,), (second,) = dataset.load([str(ROOT / first_path)]), dataset.load([str(ROOT / second_path)])
     ev1, ev2 = validate.evaluate([first], split="all")[0], validate.evaluate([second], split="all")[0]
     i1, i2 = by_config(ev1), by_config(ev2)
     common = sorted(set(i1) & set(i2))
@@ -53,7 +58,7 @@ def compute() -> dict:
                                 "tile_advice": tile_advice(b, a, groups)},
         "model_held_out": {},
         "command": "python examples/repeatability.py",
-        "first": FIRST, "second": SECOND,
+        "first": first_path, "second": second_path,
     }
     for name, truth in (("first", a), ("second", b)):
         g = [groups[i] for i in np.flatnonzero(held)]
@@ -62,6 +67,8 @@ def compute() -> dict:
             "rows": int(held.sum()), "mape": float(ape.mean()), "worst": float(ape.max()),
             "spearman": validate.grouped_spearman(g, model[held], truth[held])[0],
             "tile_advice_all_rows": tile_advice(model, truth, groups)}
+    if unclocked:
+        out["unclocked"] = compute(*UNCLOCKED, unclocked=False)
     return out
 
 

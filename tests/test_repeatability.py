@@ -36,8 +36,18 @@ def test_recorded_benchmark_is_what_the_runs_give(recomputed):
 
 
 def test_two_runs_of_one_kernel_agree_to_two_percent(recomputed):
-    diff = recomputed["second_over_first"]
-    assert diff["mean_abs_pct"] < 2.5 and abs(diff["bias_pct"]) < 1.0
+    for runs in (recomputed, recomputed["unclocked"]):
+        diff = runs["second_over_first"]
+        assert diff["mean_abs_pct"] < 2.5 and abs(diff["bias_pct"]) < 1.0
+
+
+def test_the_clocked_runs_agree_better_than_the_unclocked_ones(recomputed):
+    """The ground truth timed with each run's clock measured, back to back, repeats to well under 1% (median) and
+    ranks tiles as its repeat does to 0.97 or more: the project's Spearman target of 0.95 lies within what it can
+    show, which the earlier runs' 0.945 did not."""
+    now, before = recomputed["second_over_first"], recomputed["unclocked"]["second_over_first"]
+    assert now["median_abs_pct"] < 0.6 < before["median_abs_pct"]
+    assert recomputed["second_run_as_model"]["spearman"] >= 0.97 > recomputed["unclocked"]["second_run_as_model"]["spearman"]
 
 
 def test_model_holds_on_the_second_run(recomputed):
