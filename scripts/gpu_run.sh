@@ -6,7 +6,7 @@
 #
 #   scripts/gpu_run.sh STEP [MAX_SECONDS]
 #   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | repeat-tc | clocked-tc | power-check | sdpa-fresh | head-start-check
-#         | ncu | ncu-tc | ncu-dram | bench-tc | probe-pipes
+#         | ncu | ncu-tc | ncu-dram | bench-tc | probe-pipes | probe-fill
 #         | probe-wgmma | probe-dispatch | probe-cold | trace-tc | trace-tc-late | sdpa-kernels | sdpa-calls | ncu-stalls
 #         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | ncu-tc-sass | probe-icache | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
 #   power-check: long fa2_tc launches with the SM clock and power sampled (examples/grids/power-check.yaml)
@@ -77,6 +77,7 @@ case $step in
       fa2:examples/grids/ncu-dram-fa2.yaml fa2_tc:examples/grids/ncu-dram-fa2_tc.yaml ;;
   bench-tc) python3 scripts/fa2_tc_bench.py bench --out "$OUT/fa2_tc_vs_sdpa.json" ;;
   probe-pipes) python3 scripts/probe_pipes.py "$OUT/pipes.json" ;;
+  probe-fill) python3 scripts/probe_fill.py "$OUT/fill.json" ;;             # cp.async fills beside ldmatrix reads
   probe-wgmma) python3 scripts/probe_wgmma.py "$OUT/wgmma.json" ;;           # sm_90 only
   probe-dispatch) python3 scripts/probe_dispatch.py "$OUT/dispatch.json" ;;
   probe-cold) python3 scripts/probe_cold.py "$OUT/cold.json" ;;

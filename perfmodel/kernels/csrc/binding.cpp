@@ -30,6 +30,7 @@ void probe_sync(long long*, int, int, int, cudaStream_t);
 void probe_empty(cudaStream_t);
 void probe_mma(long long*, float*, int, int, int, int, int, cudaStream_t);
 void probe_mix(long long*, float*, int, int, int, int, int, int, int, int, cudaStream_t);
+void probe_fill(long long*, float*, const void*, int, int, int, int, int, cudaStream_t);
 
 static void check_qkv(const torch::Tensor& t, const char* name) {
     TORCH_CHECK(t.is_cuda(), name, " must be a CUDA tensor");
@@ -154,5 +155,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, mod) {
                             int n_ldsm, int n_ex2, int n_ffma, bool trans) {
         probe_mix((long long*)cycles.data_ptr<int64_t>(), sink.data_ptr<float>(), blocks, warps, iters, n_mma, n_ldsm,
                   n_ex2, n_ffma, trans ? 1 : 0, stream());
+    });
+    mod.def("probe_fill", [](torch::Tensor cycles, torch::Tensor sink, torch::Tensor src, int blocks, int warps,
+                             int iters, int n_ldsm, int n_cp) {
+        TORCH_CHECK(src.numel() * src.element_size() >= (int64_t)blocks * 65536, "probe_fill: src under 64 KB a block");
+        probe_fill((long long*)cycles.data_ptr<int64_t>(), sink.data_ptr<float>(), src.data_ptr(), blocks, warps, iters,
+                   n_ldsm, n_cp, stream());
     });
 }

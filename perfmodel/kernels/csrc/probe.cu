@@ -236,3 +236,54 @@ void probe_mix(long long* cycles, float* sink, int blocks, int warps, int iters,
                                                                     n_ffma, trans);
     check_cuda(cudaGetLastError(), "probe_mix launch");
 }
+
+// Fill probe: do cp.async fills into shared memory take the shared-memory wavefronts that ldmatrix reads need?
+// Each iteration a warp issues n_ldsm ldmatrix.x4 (conflict-free, 4 wavefronts each; each group of four reads the
+// next of four 4 KB quarters of a 16 KB tile, so that no two groups in a row read the same addresses, which ptxas
+// would merge into one: seen in the SASS of a first version) and n_cp cp.async.cg 16-byte copies per lane (512 B a warp instruction: 4 wavefronts of stores) of an
+// L2-resident buffer (src: 64 KB a block, read again every iteration) into a second 16 KB region; copy groups are
+// committed every iteration and at most 4 left in flight. One block of W warps per SM; cycles of the whole block.
+__global__ void probe_fill_kernel(long long* cycles, float* sink, const uint4* src, int iters, int n_ldsm, int n_cp) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    __shared__ __align__(16) unsigned short tile[64 * 128];           // 16 KB read by ldmatrix
+    __shared__ __align__(16) uint4 fill[1024];                        // 16 KB written by cp.async
+    const unsigned t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    for (unsigned i = t; i < 64 * 128; i += blockDim.x) tile[i] = (unsigned short)(0x3c00u ^ (i & 0xffu));
+    unsigned r[4][4], live = 0;
+    const unsigned base = (unsigned)__cvta_generic_to_shared(tile) + lane * 16u + (warp & 1u) * 2048u;
+    const unsigned fbase = (unsigned)__cvta_generic_to_shared(fill);
+    const uint4* my = src + (size_t)blockIdx.x * 4096;                 // 64 KB of uint4 per block
+    __syncthreads();
+    const long long t0 = clock64();
+    for (int it = 0; it < iters; ++it) {
+        for (int c = 0; c < n_cp; ++c) {
+            const unsigned slot = ((warp * 8u + (unsigned)c) * 32u + lane) & 1023u;
+            const uint4* g = my + (((unsigned)(it * n_cp + c) * 32u + warp * 256u + lane) & 4095u);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(fbase + slot * 16u), "l"(g));
+        }
+        asm volatile("cp.async.commit_group;\n");
+        for (int l = 0; l < n_ldsm; l += 4) {
+            const unsigned q = base + ((unsigned)(it * n_ldsm + l) >> 2 & 3u) * 4096u;
+#pragma unroll
+            for (int k = 0; k < 4; ++k)
+                asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                             : "=r"(r[k][0]), "=r"(r[k][1]), "=r"(r[k][2]), "=r"(r[k][3]) : "r"(q + k * 512u));
+            live ^= r[0][0] ^ r[1][1] ^ r[2][2] ^ r[3][3];
+        }
+        asm volatile("cp.async.wait_group 4;\n");
+    }
+    asm volatile("cp.async.wait_group 0;\n");
+    __syncthreads();
+    const long long t1 = clock64();
+    if (t == 0) cycles[blockIdx.x] = t1 - t0;
+    float s = __uint_as_float(live) + __uint_as_float(fill[t & 1023u].x);
+    if (s == 12345.f) sink[0] = s;
+#endif
+}
+
+void probe_fill(long long* cycles, float* sink, const void* src, int blocks, int warps, int iters, int n_ldsm,
+                int n_cp, cudaStream_t stream) {
+    probe_fill_kernel<<<dim3(blocks), dim3(32 * warps), 0, stream>>>(cycles, sink, (const uint4*)src, iters, n_ldsm,
+                                                                     n_cp);
+    check_cuda(cudaGetLastError(), "probe_fill launch");
+}

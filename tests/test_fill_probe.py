@@ -1,0 +1,34 @@
+"""The fill probe (scripts/probe_fill.py -> examples/measurements/h100/probe/fill.json): cp.async fills beside
+ldmatrix reads on the H100. What it recorded, held here so that a rerun that changes it shows: ldmatrix.x4 alone,
+rotating over a 16 KB tile, delivers more shared-memory wavefronts per clock than the 1 the model prices (and than
+the pipe-mix probe's fixed-address ldmatrix stream, pipes.json), and fills beside it cost more than nothing and less
+than their wavefronts in full. Neither finding has entered the model (README, Known gaps)."""
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PROBE = ROOT / "examples" / "measurements" / "h100" / "probe"
+
+
+def _runs():
+    d = json.loads((PROBE / "fill.json").read_text())
+    assert d["provenance"]["gpu_name"] == "NVIDIA H100 80GB HBM3" and d["provenance"]["command"]
+    return {(r["warps"], r["n_ldsm"], r["n_cp"]): r for r in d["runs"]}
+
+
+def test_ldmatrix_alone_beats_one_wavefront_per_clock_where_the_mix_probe_does_not():
+    runs = _runs()
+    rate = {w: runs[(w, 32, 0)]["ldsm_wavefronts_per_iter"] / runs[(w, 32, 0)]["sm_cycles_per_iter"]
+            for w in (4, 8, 16)}
+    assert rate[8] > 1.5 and rate[16] > 1.5, rate
+    mix = json.loads((PROBE / "pipes.json").read_text())["mixes"]["ldsm32"]
+    mix_rate = 4 * 32 * 16 / mix["sm_cycles_per_iter_16w"]
+    assert mix_rate < 1.0 < rate[16]
+
+
+def test_fills_beside_ldmatrix_cost_between_nothing_and_their_wavefronts():
+    runs = _runs()
+    for w in (8, 16):
+        alone, both = runs[(w, 32, 0)], runs[(w, 32, 8)]
+        extra = both["sm_cycles_per_iter"] - alone["sm_cycles_per_iter"]
+        assert 0 < extra < both["store_wavefronts_per_iter"] * 1.3, (w, extra)
