@@ -9,9 +9,10 @@ flush time the host instead of the kernel (seen: cuDNN SDPA at 12-75 us for one 
 The head start also measures the SM clock of every run: the spin lasts a known number of SM cycles, so cycles over
 its event time (less the fixed time an event pair adds around a spin, measured once from spins of two lengths)
 is the clock just before the timed call; a second spin just after it gives the clock at its end. Their medians
-over the batch are recorded with the timing, and the median over runs of time x mean clock is the call's SM
-cycles: what the timing would read at any clock, for calls bound by the SM (DVFS moves the clock between and
-within runs, and a shared machine's clocks cannot be locked).
+over the batch are recorded with the timing, and the median over runs of time x mean clock estimates the call's
+SM cycles (DVFS moves the clock between and within runs, and a shared machine's clocks cannot be locked). The
+readings are not yet trusted row by row: on the H100 a quarter of a grid's rows read above the GPU's maximum
+clock, by up to 5% (README, the timing method).
 
 A batch of runs whose spread is wide (p80/p20 above SPREAD_LIMIT) was disturbed (on shared machines: another
 process on the GPU, a clock dip): it is timed again, up to ``attempts`` batches, and the batch with the narrowest
