@@ -4,10 +4,6 @@ each) and n_cp 16-byte cp.async copies per lane (a 512-byte warp instruction: 4 
 L2-resident buffer. SM cycles per iteration for ldmatrix alone, copies alone and both: if the copies' stores share
 the reads' wavefront slots, both take about the ldmatrix time plus the store wavefronts; if not, about the larger
 of the two. Usage: python3 scripts/probe_fill.py OUT.json"""
-import json
-
-import numpy as np
-
 from perfmodel.measure import build, probe
 
 # (n_ldsm, n_cp) per warp per iteration
@@ -27,17 +23,12 @@ def main(out_path):
     runs = []
     for w in WARPS:
         for n_ldsm, n_cp in MIXES:
-            best = None
-            for _ in range(3):
-                ext.probe_fill(cycles, sink, src, sm, w, iters, n_ldsm, n_cp)
-                torch.cuda.synchronize()
-                c = float(np.median(cycles.cpu().numpy())) / iters
-                best = c if best is None else min(best, c)
+            best = probe.best_cycles_per_iter(
+                torch, lambda: ext.probe_fill(cycles, sink, src, sm, w, iters, n_ldsm, n_cp), cycles, iters)
             runs.append({"warps": w, "n_ldsm": n_ldsm, "n_cp": n_cp, "sm_cycles_per_iter": best,
                          "ldsm_wavefronts_per_iter": 4 * n_ldsm * w, "store_wavefronts_per_iter": 4 * n_cp * w})
             print(runs[-1], flush=True)
-    out = {"runs": runs, "iters": iters, "blocks": sm, "provenance": probe.script_provenance(torch, tool)}
-    json.dump(out, open(out_path, "w"), indent=1)
+    probe.write_record(out_path, torch, tool, {"runs": runs, "iters": iters, "blocks": sm}, indent=1)
 
 
 if __name__ == "__main__":

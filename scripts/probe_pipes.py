@@ -2,10 +2,6 @@
 csrc/probe.cu probe_mix_kernel): SM cycles per loop iteration for single instruction classes (mma.sync, ldmatrix.x4,
 ldmatrix.x4.trans, MUFU.EX2, FFMA) and for their mixes, at 1, 2 and 4 warps per scheduler. From it: the SM cycles
 one ldmatrix.x4 costs, and whether the pipes' times add or overlap. Usage: python3 scripts/probe_pipes.py OUT.json"""
-import json
-
-import numpy as np
-
 from perfmodel.measure import build, probe
 
 # (name, n_mma, n_ldsm, n_ex2, n_ffma, trans) per warp per iteration
@@ -36,17 +32,11 @@ def main(out_path):
     for name, m, l, e, f, tr in MIXES:
         res[name] = {"per_warp": {"mma": m, "ldmatrix_x4": l, "ex2": e, "ffma": f, "trans": bool(tr)}}
         for w in WARPS:
-            best = None
-            for _ in range(3):
-                ext.probe_mix(cycles, sink, sm, w, iters, m, l, e, f, bool(tr))
-                torch.cuda.synchronize()
-                c = float(np.median(cycles.cpu().numpy())) / iters
-                best = c if best is None else min(best, c)
-            res[name][f"sm_cycles_per_iter_{w}w"] = best
+            res[name][f"sm_cycles_per_iter_{w}w"] = probe.best_cycles_per_iter(
+                torch, lambda: ext.probe_mix(cycles, sink, sm, w, iters, m, l, e, f, bool(tr)), cycles, iters)
         print(name, {w: round(res[name][f"sm_cycles_per_iter_{w}w"], 1) for w in WARPS}, flush=True)
-    out = {"mixes": res, "iters": iters, "blocks": sm, "warps_per_block": list(WARPS),
-           "provenance": probe.script_provenance(torch, tool)}
-    json.dump(out, open(out_path, "w"), indent=1)
+    probe.write_record(out_path, torch, tool, {"mixes": res, "iters": iters, "blocks": sm,
+                                               "warps_per_block": list(WARPS)}, indent=1)
 
 
 if __name__ == "__main__":

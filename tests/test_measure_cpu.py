@@ -179,3 +179,20 @@ def test_the_head_start_spins_measure_the_clock_before_and_after_each_run():
     assert t.clock_after_mhz == pytest.approx(1650.0, rel=1e-6)
     assert t.median_cycles == pytest.approx(0.5e-3 * 1725e6, rel=1e-6)
     assert t.median_ms == pytest.approx(0.5)
+
+
+def test_best_cycles_per_iter_is_the_least_median_over_launches():
+    """The probe scripts' timing (probe.best_cycles_per_iter): each launch writes every block's cycles; the
+    median over blocks per iteration, the least over launches."""
+    import numpy as np
+
+    from perfmodel.measure import probe
+
+    spans = iter([[100, 300, 200], [90, 400, 120], [500, 500, 10]])      # medians 200, 120, 500
+    cycles = type("buf", (), {})()
+
+    def launch():
+        cycles.cpu = lambda s=np.array(next(spans)): type("t", (), {"numpy": lambda self: s})()
+
+    torch = type("torch", (), {"cuda": type("cuda", (), {"synchronize": staticmethod(lambda: None)})})
+    assert probe.best_cycles_per_iter(torch, launch, cycles, iters=10) == 12.0

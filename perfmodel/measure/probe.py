@@ -301,6 +301,18 @@ def block_times(smid, start_ns, end_ns) -> dict:
     return {"smid": list(smid), "start_ns": [x - base for x in start_ns], "end_ns": [x - base for x in end_ns]}
 
 
+def best_cycles_per_iter(torch, launch, cycles, iters: int, reps: int = 3) -> float:
+    """SM cycles per loop iteration of a probe kernel that writes each block's clock64 span into ``cycles``: the
+    median over blocks, the least of ``reps`` launches (``launch()``), over ``iters``."""
+    best = None
+    for _ in range(reps):
+        launch()
+        torch.cuda.synchronize()
+        c = float(np.median(cycles.cpu().numpy())) / iters
+        best = c if best is None else min(best, c)
+    return best
+
+
 def run_script(main) -> None:
     """A probe script's entry point (scripts/probe_*.py and the like): one argument, the JSON file to write; what
     the machine lacks (torch, CUDA, nvcc, the architecture a probe needs) is a one-line error and exit code 2."""
