@@ -60,10 +60,9 @@ case $step in
     pm measure --kernel fa2_tc --grid examples/grids/$grids-fa2_tc.yaml --out "$OUT/fa2_tc.repeat.csv" \
       --max-seconds "$max_s" ;;
   clocked-tc)         # the whole fa2_tc grid timed with the spin clocks (bench.py) into fa2_tc.clocked$RUN.csv; a
-                      # rerun with the file in $OUT resumes it
-    f=fa2_tc.clocked${RUN:-}.csv
-    [ -f "$data/$f" ] && cp "$data/$f" "$OUT/$f"
-    pm measure --kernel fa2_tc --grid examples/grids/$grids-fa2_tc.yaml --out "$OUT/$f" --max-seconds "$max_s" ;;
+                      # rerun with the file in $OUT resumes it (the committed copies are renamed fa2_tc.csv, .repeat.csv)
+    pm measure --kernel fa2_tc --grid examples/grids/$grids-fa2_tc.yaml --out "$OUT/fa2_tc.clocked${RUN:-}.csv" \
+      --max-seconds "$max_s" ;;
   sdpa-fresh)         # both SDPA kernels from scratch (the timing method changed: bench.HEAD_START_S)
     for k in sdpa-flash sdpa-cudnn; do
       pm measure --kernel $k --grid examples/grids/$grids-sdpa.yaml --out "$OUT/$k.csv" --max-seconds "$max_s"
