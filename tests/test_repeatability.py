@@ -1,11 +1,12 @@
 """The fa2_tc H100 grid timed twice (examples/repeatability.py): the recorded benchmark is what the two committed
 runs give, and the model, fitted on the first run's training split, holds on the second run's held-out rows, which
 nothing was fitted to."""
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+
+from util import script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,10 +21,7 @@ def _flat(d, prefix=""):
 
 @pytest.fixture(scope="module")
 def recomputed():
-    spec = importlib.util.spec_from_file_location("repeatability", ROOT / "examples" / "repeatability.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.compute()
+    return script("repeatability", "examples").compute()
 
 
 def test_recorded_benchmark_is_what_the_runs_give(recomputed):

@@ -120,3 +120,12 @@ def test_roofline_with_measured_points(tmp_path):
 def test_bad_figure_input(args, needle):
     code, out = run(args)
     assert code == 2 and out.startswith("error: ") and needle in out and len(out.strip().splitlines()) == 1
+
+
+def test_sweep_best_names_the_runner_up():
+    out = run_json(["sweep", "--gpu", "h100", "--kernel", "fa2_tc", "--B", "4", "--H", "16", "--N", "8192",
+                    "--d", "128", "--dtype", "fp16", "--best", "--json"])
+    (row,) = out["rows"]
+    assert row["runner_up"]["time_s"] >= row["time_s"]
+    assert (row["runner_up"]["Br"], row["runner_up"]["Bc"], row["runner_up"]["warps"]) != (
+        row["Br"], row["Bc"], row["warps"])

@@ -43,10 +43,10 @@ def ncu_details(lines):
 
 
 @lru_cache(maxsize=None)
-def script(name):
-    """A module of scripts/ (not a package), loaded from its file: ``script("flash_layout").layouts(...)``. Its
-    imports of other scripts resolve as when it is run (``python3 scripts/NAME.py`` puts scripts/ on the path)."""
-    scripts = Path(__file__).resolve().parent.parent / "scripts"
+def script(name, folder="scripts"):
+    """A module of scripts/ (or examples/; not packages), loaded from its file: ``script("flash_layout").layouts(...)``.
+    Its imports of other scripts resolve as when it is run (``python3 scripts/NAME.py`` puts scripts/ on the path)."""
+    scripts = Path(__file__).resolve().parent.parent / folder
     if str(scripts) not in sys.path:
         sys.path.append(str(scripts))
     path = scripts / f"{name}.py"

@@ -60,6 +60,16 @@ def sweep(gpu_name, kernel, dtype, causal, best, as_csv, as_json, limit, out_pat
                          f"({res.why_first_unfit()})")
     err.print(f"{res.size} configurations ({n_fit} fit {spec.key}) in {res.seconds:.3f} s")
     rows = res.best() if best else sorted(res.rows(), key=lambda r: r[1])
+    # with --best: each problem's runner-up, to time beside the pick where the two lie close
+    seconds = res.runners_up() if best else [None] * len(rows)
+    tile_axes = res.axes[len(sw.AXES):]
+
+    def runner(p, second):
+        """The runner-up's tile fields that differ from the pick's, and how much slower it is predicted."""
+        if second is None:
+            return "", None
+        q, t2 = second
+        return " ".join(f"{a}={q[a]}" for a in tile_axes if q[a] != p[a]), t2
     if out_path:
         from perfmodel import plot
 
@@ -73,24 +83,38 @@ def sweep(gpu_name, kernel, dtype, causal, best, as_csv, as_json, limit, out_pat
     cols = list(res.axes) + ["time_s", "bound"]
     if as_csv:
         w = csv.writer(sys.stdout)
-        w.writerow(["kernel"] + cols)
-        for p, t, b in rows:
-            w.writerow([kernel] + [p[a] for a in res.axes] + [f"{t:.6g}", b])
+        w.writerow(["kernel"] + cols + (["runner_up", "runner_up_time_s"] if best else []))
+        for (p, t, b), second in zip(rows, seconds):
+            extra = []
+            if best:
+                what, t2 = runner(p, second)
+                extra = [what, "" if t2 is None else f"{t2:.6g}"]
+            w.writerow([kernel] + [p[a] for a in res.axes] + [f"{t:.6g}", b] + extra)
         return
     if as_json:
         click.echo(report.dumps({"gpu": spec.key, "kernel": kernel, "dtype": dtype, "causal": causal,
                                  "configurations": res.size, "best": best,
                                  "ceilings": res.prediction.ceilings.basis,
-                                 "rows": [dict(p, time_s=t, bound=b) for p, t, b in rows]}, indent=1))
+                                 "rows": [dict(p, time_s=t, bound=b, **({"runner_up": None if sec is None else
+                                                                          dict(sec[0], time_s=sec[1])}
+                                                                         if best else {}))
+                                          for (p, t, b), sec in zip(rows, seconds)]}, indent=1))
         return
     shown = rows[:limit]
     tab = Table(title=("fastest tile configuration per problem" if best else "fastest configurations")
                 + f" ({len(shown)} of {len(rows)})", title_justify="left", show_edge=False)
-    for c in cols:
+    for c in cols + (["runner-up", "its margin"] if best else []):
         tab.add_column(c, justify="right")
-    for p, t, b in shown:
-        tab.add_row(*(str(p[a]) for a in res.axes), report.si(t, "s"), b)
+    for (p, t, b), second in zip(shown, seconds):
+        extra = []
+        if best:
+            what, t2 = runner(p, second)
+            extra = [what or "-", "-" if t2 is None else f"+{(t2 / t - 1) * 100:.1f}%"]
+        tab.add_row(*(str(p[a]) for a in res.axes), report.si(t, "s"), b, *extra)
     out.print(tab)
+    if best and any(s is not None for s in seconds):
+        err.print("runner-up: the model's second fastest tiles; where the margin is small, time both (README, tile "
+                  "advice)")
     if len(rows) > len(shown):
         err.print(f"{len(rows) - len(shown)} more rows: raise --limit, or use --csv / --json for all")
 

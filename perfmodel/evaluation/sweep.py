@@ -116,6 +116,22 @@ class SweepResult:
         ix = tuple(keep) + tuple(tile_ix)
         return list(zip(self.params_at(ix), self.time_s[ix].tolist(), self.bound[ix].tolist()))
 
+    def runners_up(self):
+        """For each problem of ``best`` (same order): the fitting tile configuration with the second least
+        predicted time, as (params, time_s), or None where only one tile fits."""
+        n_shape = len(AXES)
+        shape = self.time_s.shape
+        flat = self.time_s.reshape(shape[:n_shape] + (-1,))
+        order = np.argsort(flat, axis=-1, kind="stable")
+        first = np.take_along_axis(flat, order[..., :1], axis=-1)[..., 0]
+        keep = np.nonzero(np.isfinite(first))
+        if flat.shape[-1] < 2:
+            return [None] * len(keep[0])
+        arg = order[..., 1][keep]
+        t2 = flat[keep + (arg,)]
+        ix = tuple(keep) + tuple(np.unravel_index(arg, shape[n_shape:]))
+        return [(p, t) if np.isfinite(t) else None for p, t in zip(self.params_at(ix), t2.tolist())]
+
 
 def run(gpu: GPUSpec, kernel: Kernel, cal: Calibration, values: dict, dtype: str = "fp32",
         causal: bool = False, explore: bool = True) -> SweepResult:

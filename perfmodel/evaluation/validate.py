@@ -59,18 +59,28 @@ def grouped_spearman(groups, pred, meas) -> tuple[float, int]:
 def best_picks(groups, ranked, truth) -> tuple[int, np.ndarray]:
     """Tile advice over groups of >= 3 tile configurations sharing a problem: how many groups' fastest by
     ``ranked`` is their fastest by ``truth``, and each group's slowdown of that pick against its fastest."""
+    return shortlist_picks(groups, ranked, truth, 1)[:2]
+
+
+def shortlist_picks(groups, ranked, truth, k: int) -> tuple[int, np.ndarray, np.ndarray]:
+    """The ``k`` fastest by ``ranked`` of each group of >= 3 tile configurations, timed and the faster kept: how
+    many groups' short-lists hold their fastest by ``truth``, each group's slowdown of the short-list's fastest
+    against its fastest, and each group's size (a short-list of k drawn at random holds the fastest with chance
+    k / size)."""
     idx = defaultdict(list)
     for i, g in enumerate(groups):
         idx[g].append(i)
-    hits, slow = 0, []
+    hits, slow, sizes = 0, [], []
     for ii in idx.values():
         if len(ii) < 3:
             continue
         ii = np.array(ii)
-        pick, best = ii[np.argmin(ranked[ii])], ii[np.argmin(truth[ii])]
-        hits += int(pick == best)
-        slow.append(truth[pick] / truth[best] - 1)
-    return hits, np.array(slow)
+        short = ii[np.argsort(ranked[ii], kind="stable")[:k]]
+        best = ii[np.argmin(truth[ii])]
+        hits += int(best in short)
+        slow.append(truth[short].min() / truth[best] - 1)
+        sizes.append(len(ii))
+    return hits, np.array(slow), np.array(sizes)
 
 
 @dataclass(frozen=True)
