@@ -31,6 +31,8 @@ void probe_empty(cudaStream_t);
 void probe_mma(long long*, float*, int, int, int, int, int, cudaStream_t);
 void probe_mix(long long*, float*, int, int, int, int, int, int, int, int, cudaStream_t);
 void probe_fill(long long*, float*, const void*, int, int, int, int, int, cudaStream_t);
+void probe_clock(long long*, long long, int, cudaStream_t);
+void probe_crowd(long long*, const void*, int, int, int, int, int, int, int, cudaStream_t);
 
 static void check_qkv(const torch::Tensor& t, const char* name) {
     TORCH_CHECK(t.is_cuda(), name, " must be a CUDA tensor");
@@ -161,5 +163,19 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, mod) {
         TORCH_CHECK(src.numel() * src.element_size() >= (int64_t)blocks * 65536, "probe_fill: src under 64 KB a block");
         probe_fill((long long*)cycles.data_ptr<int64_t>(), sink.data_ptr<float>(), src.data_ptr(), blocks, warps, iters,
                    n_ldsm, n_cp, stream());
+    });
+    mod.def("probe_clock", [](torch::Tensor out, int64_t cycles, int slot) {
+        TORCH_CHECK(out.numel() >= 2 * (int64_t)(slot + 1), "probe_clock: out holds fewer slots");
+        probe_clock((long long*)out.data_ptr<int64_t>(), cycles, slot, stream());
+    });
+    mod.def("probe_crowd", [](torch::Tensor cycles, torch::Tensor src, int blocks, int threads, int iters,
+                              int tile_bytes, bool shared, int spin, int ring) {
+        TORCH_CHECK(tile_bytes % 16 == 0 && tile_bytes <= 160 * 1024, "probe_crowd: tile_bytes");
+        TORCH_CHECK(ring >= 1 && threads >= 32 && threads <= 1024, "probe_crowd: ring, threads");
+        TORCH_CHECK(cycles.numel() >= blocks, "probe_crowd: cycles holds fewer blocks");
+        TORCH_CHECK(src.numel() * src.element_size() >= (int64_t)(shared ? 1 : blocks) * ring * tile_bytes,
+                    "probe_crowd: src under a ring of tiles a block");
+        probe_crowd((long long*)cycles.data_ptr<int64_t>(), src.data_ptr(), blocks, threads, iters, tile_bytes,
+                    shared ? 1 : 0, spin, ring, stream());
     });
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "probe_mma.cuh"
+#include "sm_timer.cuh"
 
 static void check_cuda(cudaError_t e, const char* what) {
     if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
@@ -286,4 +287,67 @@ void probe_fill(long long* cycles, float* sink, const void* src, int blocks, int
     probe_fill_kernel<<<dim3(blocks), dim3(32 * warps), 0, stream>>>(cycles, sink, (const uint4*)src, iters, n_ldsm,
                                                                      n_cp);
     check_cuda(cudaGetLastError(), "probe_fill launch");
+}
+
+// Clock probe: one thread spins `cycles` SM cycles (as torch.cuda._sleep does) and records, at both ends, clock64 and
+// the GPU's nanosecond timer (%globaltimer): out[2*slot] = cycles spun, out[2*slot+1] = nanoseconds. Their ratio is
+// the SM clock over the spin, with no event pair or launch in the measurement (scripts/probe_clock.py compares it with
+// the bench's event-timed estimate of the same spin).
+__global__ void probe_clock_kernel(long long* out, long long cycles, int slot) {
+    const long long c0 = clock64();
+    const unsigned long long g0 = global_ns();
+    long long c = c0;
+    while (c - c0 < cycles) c = clock64();
+    const unsigned long long g1 = global_ns();
+    out[2 * slot] = c - c0;
+    out[2 * slot + 1] = (long long)(g1 - g0);
+}
+
+void probe_clock(long long* out, long long cycles, int slot, cudaStream_t stream) {
+    probe_clock_kernel<<<1, 1, 0, stream>>>(out, cycles, slot);
+    check_cuda(cudaGetLastError(), "probe_clock launch");
+}
+
+// Crowd probe: how long a block waits for a K/V-sized tile as more SMs load theirs at once. One block of `threads`
+// threads per SM (the dynamic shared memory, 160 KB, leaves room for one); each iteration the block copies one tile of
+// `tile_bytes` with 16-byte cp.async.cg (the next of the `ring` tiles of its own region, or of one region all blocks
+// share, `shared`: a ring of 4 stays in L2; a ring as long as the iterations, after an L2 flush, reads every tile
+// from DRAM once, as a head's blocks walk its K/V in step), spins `spin` cycles and then waits for it (wait_group 0,
+// __syncthreads), as a FlashAttention-2 block computes one phase while its next K or V tile comes: an iteration
+// takes the spin and what it leaves of the tile's wait. cycles[b] = block b's clock64 span.
+__global__ void probe_crowd_kernel(long long* cycles, const uint4* src, int iters, int tile_bytes, int shared,
+                                   int spin, int ring) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    extern __shared__ __align__(16) uint4 crowd_buf[];
+    const int n = tile_bytes / 16;
+    const uint4* base = src + (shared ? 0 : (size_t)blockIdx.x * ring * n);
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(crowd_buf);
+    __syncthreads();
+    const long long t0 = clock64();
+    for (int it = 0; it < iters; ++it) {
+        const uint4* g = base + (size_t)(it % ring) * n;
+        for (int i = threadIdx.x; i < n; i += blockDim.x)
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst + 16u * (unsigned)i), "l"(g + i));
+        asm volatile("cp.async.commit_group;\n");
+        if (spin > 0) {
+            const long long s0 = clock64();
+            while (clock64() - s0 < spin) {
+            }
+        }
+        asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+        __syncthreads();
+    }
+    const long long t1 = clock64();
+    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+#endif
+}
+
+void probe_crowd(long long* cycles, const void* src, int blocks, int threads, int iters, int tile_bytes, int shared,
+                 int spin, int ring, cudaStream_t stream) {
+    const int smem = 160 * 1024;
+    check_cuda(cudaFuncSetAttribute(probe_crowd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+               "probe_crowd smem");
+    probe_crowd_kernel<<<dim3(blocks), dim3(threads), smem, stream>>>(cycles, (const uint4*)src, iters, tile_bytes,
+                                                                       shared, spin, ring);
+    check_cuda(cudaGetLastError(), "probe_crowd launch");
 }
