@@ -6,7 +6,10 @@ validate` and examples/tile_advice.py score the model. No model can be expected 
 than the other run does. The model (fitted on the first run's training split only) is scored against both runs'
 held-out rows beside it. The same comparison of the two earlier runs, timed hours apart without the clock measured
 (fa2_tc.unclocked.csv and fa2_tc.unclocked-repeat.csv, the ground truth until the clocked runs replaced it), is
-recorded under "unclocked".
+recorded under "unclocked". The two SDPA kernels (PyTorch's flash and cuDNN backends) were timed twice the same way on
+the H100 and the H200 (`scripts/gpu_run.sh sdpa-fresh`, once into sdpa-*.csv, again into sdpa-*.repeat.csv); under
+"sdpa" their runs are compared row by row, with the model (nothing fitted to their timings) scored on both and the
+first run compared with the earlier, unclocked one (sdpa-*.unclocked.csv).
 Writes examples/benchmarks/repeatability_fa2_tc.json. Run from the repository root: python examples/repeatability.py"""
 import json
 from pathlib import Path
@@ -25,8 +28,8 @@ GROUP = ("B", "H", "N", "d", "dtype", "causal")
 ROW = GROUP + ("Br", "Bc", "threads")
 
 
-def by_config(ev):
-    return {tuple(str(ev.params[k][i]) for k in ROW): i for i in range(ev.n)}
+def by_config(ev, key=ROW):
+    return {tuple(str(ev.params[k][i]) for k in key): i for i in range(ev.n)}
 
 
 def tile_advice(ranked, truth, groups):
@@ -35,6 +38,28 @@ def tile_advice(ranked, truth, groups):
     hits, slow = validate.best_picks(groups, ranked, truth)
     return {"problems": len(slow), "share_best": float(hits / len(slow)),
             "within_5_percent": float((slow <= 0.05).mean()), "worst_slowdown": float(slow.max())}
+
+
+def row_diff(a, b) -> dict:
+    """b against a, row by row: median, mean and worst absolute difference and the mean signed one, in percent."""
+    diff = b / a - 1
+    return {"median_abs_pct": float(np.median(np.abs(diff)) * 100), "mean_abs_pct": float(np.abs(diff).mean() * 100),
+            "worst_abs_pct": float(np.abs(diff).max() * 100), "bias_pct": float(diff.mean() * 100)}
+
+
+def external_pair(gpu: str, kernel: str) -> dict:
+    """A library kernel's two clocked runs and its earlier unclocked one: row differences and the model's MAPE."""
+    d = f"examples/measurements/{gpu}/{kernel}"
+    evs = {name: validate.evaluate(dataset.load([str(ROOT / f"{d}{suffix}.csv")]), split="all")[0]
+           for name, suffix in (("first", ""), ("second", ".repeat"), ("unclocked", ".unclocked"))}
+    idx = {name: by_config(ev, GROUP) for name, ev in evs.items()}      # one row a problem: the preset's tiles
+    assert all(len(i) == ev.n for i, ev in zip(idx.values(), evs.values())), f"{d}: a problem timed twice"
+    common = sorted(set.intersection(*(set(i) for i in idx.values())))
+    meas = {name: np.array([evs[name].measured_s[idx[name][k]] for k in common]) for name in evs}
+    model = np.array([evs["first"].predicted_s[idx["first"][k]] for k in common])
+    return {"rows_in_all": len(common), "second_over_first": row_diff(meas["first"], meas["second"]),
+            "first_over_unclocked": row_diff(meas["unclocked"], meas["first"]),
+            "model_mape": {name: float(np.abs(model / meas[name] - 1).mean() * 100) for name in meas}}
 
 
 def compute(first_path=FIRST, second_path=SECOND, unclocked=True) -> dict:
@@ -47,12 +72,9 @@ def compute(first_path=FIRST, second_path=SECOND, unclocked=True) -> dict:
     model = np.array([ev1.predicted_s[i1[k]] for k in common])
     groups = [k[:len(GROUP)] for k in common]
     held = np.array([not in_training_split(first.rows[i1[k]]) for k in common])
-    diff = b / a - 1
     out = {
         "rows_in_both": len(common),
-        "second_over_first": {"median_abs_pct": float(np.median(np.abs(diff)) * 100),
-                              "mean_abs_pct": float(np.abs(diff).mean() * 100),
-                              "worst_abs_pct": float(np.abs(diff).max() * 100), "bias_pct": float(diff.mean() * 100)},
+        "second_over_first": row_diff(a, b),
         # the second run as a "model" of the first: the ceiling of what any model can show against one run
         "second_run_as_model": {"spearman": validate.grouped_spearman(groups, b, a)[0],
                                 "tile_advice": tile_advice(b, a, groups)},
@@ -69,6 +91,7 @@ def compute(first_path=FIRST, second_path=SECOND, unclocked=True) -> dict:
             "tile_advice_all_rows": tile_advice(model, truth, groups)}
     if unclocked:
         out["unclocked"] = compute(*UNCLOCKED, unclocked=False)
+        out["sdpa"] = {f"{gpu}/{k}": external_pair(gpu, k) for gpu in ("h100", "h200") for k in ("sdpa-flash", "sdpa-cudnn")}
     return out
 
 

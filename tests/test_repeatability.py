@@ -53,3 +53,13 @@ def test_model_holds_on_the_second_run(recomputed):
     assert second["mape"] <= 6.0 and abs(second["mape"] - first["mape"]) < 1.0
     # the model ranks tiles worse than a second run does
     assert second["spearman"] < recomputed["second_run_as_model"]["spearman"]
+
+
+@pytest.mark.parametrize("pair", ["h100/sdpa-flash", "h100/sdpa-cudnn", "h200/sdpa-flash", "h200/sdpa-cudnn"])
+def test_library_kernels_repeat_and_the_model_scores_alike_on_both_runs(recomputed, pair):
+    """PyTorch's flash and cuDNN kernels, timed twice with the clocks measured: the runs agree to 0.5% (median), no
+    bias between them, and the model (nothing fitted to them) scores within 0.2 points alike on both."""
+    p = recomputed["sdpa"][pair]
+    assert p["rows_in_all"] >= 380
+    assert p["second_over_first"]["median_abs_pct"] < 0.5 and abs(p["second_over_first"]["bias_pct"]) < 0.5
+    assert abs(p["model_mape"]["first"] - p["model_mape"]["second"]) < 0.2
