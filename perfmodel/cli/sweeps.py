@@ -61,7 +61,7 @@ def sweep(gpu_name, kernel, dtype, causal, best, as_csv, as_json, limit, out_pat
     err.print(f"{res.size} configurations ({n_fit} fit {spec.key}) in {res.seconds:.3f} s")
     rows = res.best() if best else sorted(res.rows(), key=lambda r: r[1])
     # with --best: each problem's runner-up, to time beside the pick where the two lie close
-    seconds = res.runners_up() if best else [None] * len(rows)
+    runners = res.runners_up() if best else [None] * len(rows)
     tile_axes = res.axes[len(sw.AXES):]
 
     def runner(p, second):
@@ -84,7 +84,7 @@ def sweep(gpu_name, kernel, dtype, causal, best, as_csv, as_json, limit, out_pat
     if as_csv:
         w = csv.writer(sys.stdout)
         w.writerow(["kernel"] + cols + (["runner_up", "runner_up_time_s"] if best else []))
-        for (p, t, b), second in zip(rows, seconds):
+        for (p, t, b), second in zip(rows, runners):
             extra = []
             if best:
                 what, t2 = runner(p, second)
@@ -98,21 +98,21 @@ def sweep(gpu_name, kernel, dtype, causal, best, as_csv, as_json, limit, out_pat
                                  "rows": [dict(p, time_s=t, bound=b, **({"runner_up": None if sec is None else
                                                                           dict(sec[0], time_s=sec[1])}
                                                                          if best else {}))
-                                          for (p, t, b), sec in zip(rows, seconds)]}, indent=1))
+                                          for (p, t, b), sec in zip(rows, runners)]}, indent=1))
         return
     shown = rows[:limit]
     tab = Table(title=("fastest tile configuration per problem" if best else "fastest configurations")
                 + f" ({len(shown)} of {len(rows)})", title_justify="left", show_edge=False)
     for c in cols + (["runner-up", "its margin"] if best else []):
         tab.add_column(c, justify="right")
-    for (p, t, b), second in zip(shown, seconds):
+    for (p, t, b), second in zip(shown, runners):
         extra = []
         if best:
             what, t2 = runner(p, second)
             extra = [what or "-", "-" if t2 is None else f"+{(t2 / t - 1) * 100:.1f}%"]
         tab.add_row(*(str(p[a]) for a in res.axes), report.si(t, "s"), b, *extra)
     out.print(tab)
-    if best and any(s is not None for s in seconds):
+    if best and any(s is not None for s in runners):
         err.print("runner-up: the model's second fastest tiles; where the margin is small, time both (README, tile "
                   "advice)")
     if len(rows) > len(shown):
