@@ -18,7 +18,7 @@ def _runs():
     return {(r["warps"], r["n_ldsm"], r["n_cp"]): r for r in d["runs"]}
 
 
-def test_ldmatrix_alone_beats_one_wavefront_per_clock_where_the_mix_probe_does_not():
+def test_its_ldmatrix_streams_read_above_the_banks_rate_where_the_mix_probes_do_not():
     runs = _runs()
     rate = {w: runs[(w, 32, 0)]["ldsm_wavefronts_per_iter"] / runs[(w, 32, 0)]["sm_cycles_per_iter"]
             for w in (4, 8, 16)}
