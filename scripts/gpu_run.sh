@@ -6,7 +6,7 @@
 #
 #   scripts/gpu_run.sh STEP [MAX_SECONDS]
 #   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | repeat-tc | clocked-tc | power-check | sdpa-fresh | head-start-check
-#         | ncu | ncu-tc | ncu-dram | bench-tc | probe-pipes | probe-fill | probe-clock | probe-crowd | lone-crowd
+#         | ncu | ncu-tc | ncu-dram | bench-tc | probe-pipes | probe-fill | probe-clock | probe-crowd | probe-ldsm | lone-crowd
 #         | probe-wgmma | probe-dispatch | probe-cold | trace-tc | trace-tc-late | sdpa-kernels | sdpa-calls | ncu-stalls
 #         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | ncu-tc-sass | probe-icache | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
 #   power-check: long fa2_tc launches with the SM clock and power sampled (examples/grids/power-check.yaml)
@@ -79,6 +79,10 @@ case $step in
   probe-fill) python3 scripts/probe_fill.py "$OUT/fill.json" ;;             # cp.async fills beside ldmatrix reads
   probe-clock) python3 scripts/probe_clock.py "$OUT/clock.json" ;;          # spin clocks: in-kernel timer against events
   probe-crowd) python3 scripts/probe_crowd.py "$OUT/crowd.json" ;;          # tile waits from L2 / DRAM against SMs loading
+  probe-ldsm)         # ldmatrix wavefronts per clock with unmergeable loads, and the loop's SASS (LDSM per body)
+    python3 scripts/probe_ldsm.py "$OUT/ldsm.json"
+    so=$(find "$PERFMODEL_BUILD_DIR" -name 'perfmodel_*.so' | head -1)
+    cuobjdump -sass "$so" | awk '/Function :/{f=($0 ~ /probe_ldsm|probe_fill/)} f' > "$OUT/ldsm.sass" ;;
   lone-crowd)         # lone fa2_tc blocks as more SMs run, with the L2 flushed before each run and without
     pm measure --kernel fa2_tc --grid examples/grids/lone-crowd.yaml --out "$OUT/lone-crowd.csv"
     pm measure --kernel fa2_tc --grid examples/grids/lone-crowd.yaml --out "$OUT/lone-crowd.noflush.csv" --no-flush ;;

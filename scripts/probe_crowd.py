@@ -10,7 +10,7 @@ a ring as long as the iterations, after an L2 flush, reads every tile from DRAM 
 iteration (median block, least of 3 launches) against the blocks (SMs) loading.
 
 Usage: python3 scripts/probe_crowd.py OUT.json"""
-from perfmodel.measure import bench, build, probe
+from perfmodel.measure import bench, probe
 
 BLOCKS = (1, 2, 4, 8, 16, 32, 64, 96, 128, 132)
 TILES = (8192, 16384)
@@ -20,12 +20,8 @@ ITERS = 64
 
 
 def main(out_path):
-    torch = build.require_torch()
-    tool = build.check_toolchain(torch)
-    ext = build.load()
+    torch, tool, ext, sm, cycles = probe.script_setup()
     flusher = bench.Bencher(torch)
-    sm = torch.cuda.get_device_properties(0).multi_processor_count
-    cycles = torch.zeros(sm, dtype=torch.int64, device="cuda")
     src = torch.randint(0, 1 << 30, (sm * ITERS * max(TILES) // 4,), dtype=torch.int32, device="cuda")
     runs = []
     for source, ring in (("l2", 4), ("dram", ITERS)):

@@ -4,7 +4,7 @@ each) and n_cp 16-byte cp.async copies per lane (a 512-byte warp instruction: 4 
 L2-resident buffer. SM cycles per iteration for ldmatrix alone, copies alone and both: if the copies' stores share
 the reads' wavefront slots, both take about the ldmatrix time plus the store wavefronts; if not, about the larger
 of the two. Usage: python3 scripts/probe_fill.py OUT.json"""
-from perfmodel.measure import build, probe
+from perfmodel.measure import probe
 
 # (n_ldsm, n_cp) per warp per iteration
 MIXES = [(32, 0), (0, 4), (0, 8), (32, 4), (32, 8), (64, 8), (64, 16), (0, 16)]
@@ -12,11 +12,7 @@ WARPS = (4, 8, 16)
 
 
 def main(out_path):
-    torch = build.require_torch()
-    tool = build.check_toolchain(torch)
-    ext = build.load()
-    sm = torch.cuda.get_device_properties(0).multi_processor_count
-    cycles = torch.zeros(sm, dtype=torch.int64, device="cuda")
+    torch, tool, ext, sm, cycles = probe.script_setup()
     sink = torch.zeros(1, device="cuda")
     src = torch.randint(0, 1 << 30, (sm * 65536 // 4,), dtype=torch.int32, device="cuda")
     iters = 512

@@ -301,6 +301,18 @@ def block_times(smid, start_ns, end_ns) -> dict:
     return {"smid": list(smid), "start_ns": [x - base for x in start_ns], "end_ns": [x - base for x in end_ns]}
 
 
+def script_setup():
+    """What a probe script (scripts/probe_*.py) starts from: torch, the toolchain record, the built extension, the SM
+    count and a zeroed int64 buffer of one entry per SM on the GPU (each block's clock64 span)."""
+    from perfmodel.measure import build
+
+    torch = build.require_torch()
+    tool = build.check_toolchain(torch)
+    ext = build.load()
+    sm = torch.cuda.get_device_properties(0).multi_processor_count
+    return torch, tool, ext, sm, torch.zeros(sm, dtype=torch.int64, device="cuda")
+
+
 def best_cycles_per_iter(torch, launch, cycles, iters: int, reps: int = 3) -> float:
     """SM cycles per loop iteration of a probe kernel that writes each block's clock64 span into ``cycles``: the
     median over blocks, the least of ``reps`` launches (``launch()``), over ``iters``."""

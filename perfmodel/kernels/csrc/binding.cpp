@@ -32,6 +32,7 @@ void probe_mma(long long*, float*, int, int, int, int, int, cudaStream_t);
 void probe_mix(long long*, float*, int, int, int, int, int, int, int, int, cudaStream_t);
 void probe_fill(long long*, float*, const void*, int, int, int, int, int, cudaStream_t);
 void probe_clock(long long*, long long, int, cudaStream_t);
+void probe_ldsm(long long*, unsigned*, int, int, int, int, int, int, cudaStream_t);
 void probe_crowd(long long*, const void*, int, int, int, int, int, int, int, cudaStream_t);
 
 static void check_qkv(const torch::Tensor& t, const char* name) {
@@ -167,6 +168,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, mod) {
     mod.def("probe_clock", [](torch::Tensor out, int64_t cycles, int slot) {
         TORCH_CHECK(out.numel() >= 2 * (int64_t)(slot + 1), "probe_clock: out holds fewer slots");
         probe_clock((long long*)out.data_ptr<int64_t>(), cycles, slot, stream());
+    });
+    mod.def("probe_ldsm", [](torch::Tensor cycles, torch::Tensor sink, int blocks, int warps, int iters, int chains,
+                             bool trans, bool same) {
+        TORCH_CHECK(chains >= 1 && chains <= 8 && warps >= 1 && warps <= 32, "probe_ldsm: chains 1-8, warps 1-32");
+        TORCH_CHECK(cycles.numel() >= blocks, "probe_ldsm: cycles holds fewer blocks");
+        probe_ldsm((long long*)cycles.data_ptr<int64_t>(), reinterpret_cast<unsigned*>(sink.data_ptr<int32_t>()),
+                   blocks, warps, iters, chains, trans ? 1 : 0, same ? 1 : 0, stream());
     });
     mod.def("probe_crowd", [](torch::Tensor cycles, torch::Tensor src, int blocks, int threads, int iters,
                               int tile_bytes, bool shared, int spin, int ring) {

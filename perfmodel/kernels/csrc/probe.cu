@@ -351,3 +351,60 @@ void probe_crowd(long long* cycles, const void* src, int blocks, int threads, in
                                                                        shared, spin, ring);
     check_cuda(cudaGetLastError(), "probe_crowd launch");
 }
+
+// ldmatrix probe: shared-memory wavefronts per clock that ldmatrix.x4 (or .x4.trans) delivers, with loads no compiler
+// can merge: each warp runs `chains` (1-8) independent chains, and every load's row addresses come from the value its
+// chain's previous load returned (the next of eight 2 KB blocks of a 16 KB tile, picked by that value's low three
+// bits), so no two loads' addresses are known to be equal. Rows are 16 bytes at lane * 16 within a block: every
+// 8-lane phase hits eight distinct bank groups (conflict-free: 4 wavefronts a load). One block of `warps` warps per SM;
+// cycles[b] = block b's clock64 span over `iters` iterations of `chains` loads a warp. `same`: every warp of the block
+// instead reads the same rows at the same step (the block picked from the iteration and chain by a hash: no two
+// consecutive loads provably equal), as FlashAttention-2's warps all read each K/V fragment: do identical requests
+// from several warps cost one?
+template <bool TRANS>
+__global__ void probe_ldsm_kernel(long long* cycles, unsigned* sink, int iters, int chains, int same) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    __shared__ __align__(16) unsigned short tile[8 * 1024];          // 16 KB: eight 2 KB blocks
+    const unsigned t = threadIdx.x, lane = t & 31;
+    for (unsigned i = t; i < 8 * 1024; i += blockDim.x) tile[i] = (unsigned short)((i * 2654435761u) >> 13);
+    const unsigned base = (unsigned)__cvta_generic_to_shared(tile) + lane * 16u;
+    unsigned r[8];
+#pragma unroll
+    for (int c = 0; c < 8; ++c) r[c] = (unsigned)c + t;
+    __syncthreads();
+    const long long t0 = clock64();
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int c = 0; c < 8; ++c) {
+            if (c < chains) {
+                const unsigned pick = same ? (((unsigned)(it * 8 + c) * 2654435761u) >> 29) : (r[c] & 7u);
+                const unsigned a = base + (pick << 11);
+                unsigned x0, x1, x2, x3;
+                if (TRANS)
+                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                                 : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3) : "r"(a));
+                else
+                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                                 : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3) : "r"(a));
+                r[c] ^= x0 ^ x1 ^ x2 ^ x3;            // every load live: its value feeds the sink
+            }
+        }
+    }
+    __syncthreads();
+    const long long t1 = clock64();
+    if (t == 0) cycles[blockIdx.x] = t1 - t0;
+    unsigned s = 0;
+#pragma unroll
+    for (int c = 0; c < 8; ++c) s ^= r[c];
+    if (s == 0x12345678u) sink[0] = s;
+#endif
+}
+
+void probe_ldsm(long long* cycles, unsigned* sink, int blocks, int warps, int iters, int chains, int trans, int same,
+                cudaStream_t stream) {
+    if (trans)
+        probe_ldsm_kernel<true><<<dim3(blocks), dim3(32 * warps), 0, stream>>>(cycles, sink, iters, chains, same);
+    else
+        probe_ldsm_kernel<false><<<dim3(blocks), dim3(32 * warps), 0, stream>>>(cycles, sink, iters, chains, same);
+    check_cuda(cudaGetLastError(), "probe_ldsm launch");
+}
