@@ -23,19 +23,14 @@ ROUNDS = 40
 
 def clock_runs(torch, ext, bencher):
     out = torch.zeros(2 * (2 * ROUNDS + 40), dtype=torch.int64, device="cuda")
-    ev = lambda: torch.cuda.Event(enable_timing=True)          # noqa: E731
 
     def spin(slot, cycles=SPIN_CYCLES):
-        a, b = ev(), ev()
-        a.record()
-        ext.probe_clock(out, cycles, slot)
-        b.record()
-        return a, b
+        return bench.events_around(torch, lambda: ext.probe_clock(out, cycles, slot))
 
-    # the bench's gap, taken with this kernel: spins of n and 2n cycles back to back, g = 2 t(n) - t(2n)
+    # the bench's gap (bench.gap_ms), taken with this kernel from spins of n and 2n cycles back to back
     pairs = [(spin(2 * i, SPIN_CYCLES // 2), spin(2 * i + 1)) for i in range(5)]
     torch.cuda.synchronize()
-    gap = float(np.median([2 * a.elapsed_time(b) - c.elapsed_time(d) for (a, b), (c, d) in pairs]))
+    gap = bench.gap_ms(pairs)
     records = []
     for label, cfg in BESIDE:
         fn = None

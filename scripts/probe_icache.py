@@ -18,7 +18,7 @@ blocks per SM, 24 waves: what the SM issues per scheduler per clock when its blo
 code.
 """
 
-from perfmodel.measure import build, probe
+from perfmodel.measure import bench, build, probe
 
 THREADS = 128
 INSTRUCTIONS = 1 << 22          # per warp per launch: ~2-4 ms at one FFMA a clock per scheduler
@@ -83,10 +83,8 @@ def main(path):
             counter, o, cyc = buffers(torch, sm, grid, 1)
             ext.run(kb, grid, THREADS, smem, 2, two, counter, o, cyc)                   # warm-up
             counter.zero_()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            ext.run(kb, grid, THREADS, smem, iters, two, counter, o, cyc)
-            end.record()
+            start, end = bench.events_around(torch, lambda: ext.run(kb, grid, THREADS, smem, iters, two, counter, o,
+                                                                      cyc))
             torch.cuda.synchronize()
             c = cyc.cpu().numpy().astype(float)
             cpi = c / (iters * per_pass)

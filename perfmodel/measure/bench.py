@@ -30,6 +30,22 @@ import numpy as np
 SPREAD_LIMIT = 1.15      # p80/p20 above this: the batch was disturbed
 
 
+def events_around(torch, fn):
+    """CUDA events recorded on the current stream just before and just after ``fn()`` queues its work."""
+    a = torch.cuda.Event(enable_timing=True)
+    b = torch.cuda.Event(enable_timing=True)
+    a.record()
+    fn()
+    b.record()
+    return a, b
+
+
+def gap_ms(pairs) -> float:
+    """The time an event pair measures around a spin beyond its cycles, from pairs of (spin of n, spin of 2n)
+    event pairs: they take g + n/f and g + 2n/f, so g = 2 t(n) - t(2n); the median over the pairs."""
+    return float(np.median([2 * a.elapsed_time(b) - c.elapsed_time(d) for (a, b), (c, d) in pairs]))
+
+
 @dataclass(frozen=True)
 class Timing:
     median_ms: float
@@ -63,12 +79,7 @@ class Bencher:
 
     def _spin(self, cycles: int):
         """Events around a spin of ``cycles`` SM cycles (torch.cuda._sleep), queued on the current stream."""
-        a = self.torch.cuda.Event(enable_timing=True)
-        b = self.torch.cuda.Event(enable_timing=True)
-        a.record()
-        self.torch.cuda._sleep(cycles)
-        b.record()
-        return a, b
+        return events_around(self.torch, lambda: self.torch.cuda._sleep(cycles))
 
     def spin_gap_ms(self) -> float:
         """The time an event pair measures around a spin beyond its cycles: spins of n and 2n cycles back to back
@@ -77,8 +88,7 @@ class Bencher:
             n = max(self.sleep_cycles // 2, 1)
             pairs = [(self._spin(n), self._spin(2 * n)) for _ in range(5)]
             self.torch.cuda.synchronize()
-            gaps = [2 * a.elapsed_time(b) - c.elapsed_time(d) for (a, b), (c, d) in pairs]
-            self._gap_ms = max(float(np.median(gaps)), 0.0)
+            self._gap_ms = max(gap_ms(pairs), 0.0)
         return self._gap_ms
 
     def clock_mhz(self, spin_ms):
@@ -116,11 +126,7 @@ class Bencher:
             if self.cache is not None:
                 self.flush_l2()
             head = self._spin(self.sleep_cycles) if spin else None
-            s = torch.cuda.Event(enable_timing=True)
-            e = torch.cuda.Event(enable_timing=True)
-            s.record()
-            fn()
-            e.record()
+            s, e = events_around(torch, fn)
             tail = self._spin(self.sleep_cycles) if spin else None
             return s, e, head, tail
 

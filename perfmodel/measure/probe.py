@@ -27,6 +27,7 @@ import threading
 import numpy as np
 
 from perfmodel.hw.gpu import GPUSpec
+from perfmodel.measure.bench import events_around
 
 DOT_N = 32
 DOT_ITERS = 200
@@ -39,10 +40,7 @@ def _events(torch, fn, reps=5):
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
+        s, e = events_around(torch, fn)
         torch.cuda.synchronize()
         times.append(s.elapsed_time(e) * 1e-3)
     return float(np.median(times))
