@@ -6,17 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from util import script
+from util import assert_same_record, script
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _flat(d, prefix=""):
-    for k, v in d.items():
-        if isinstance(v, dict):
-            yield from _flat(v, f"{prefix}{k}.")
-        else:
-            yield f"{prefix}{k}", v
 
 
 @pytest.fixture(scope="module")
@@ -25,11 +17,8 @@ def recomputed():
 
 
 def test_recorded_benchmark_is_what_the_runs_give(recomputed):
-    recorded = dict(_flat(json.loads((ROOT / "examples" / "benchmarks" / "repeatability_fa2_tc.json").read_text())))
-    now = dict(_flat(recomputed))
-    assert recorded.keys() == now.keys()
-    for k, v in now.items():
-        assert recorded[k] == (pytest.approx(v, rel=1e-6) if isinstance(v, float) else v), k
+    assert_same_record(json.loads((ROOT / "examples" / "benchmarks" / "repeatability_fa2_tc.json").read_text()),
+                       recomputed)
     assert recomputed["rows_in_both"] >= 2000
 
 

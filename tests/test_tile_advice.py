@@ -9,7 +9,7 @@ import pytest
 from perfmodel.evaluation import sweep, validate
 from perfmodel.hw import calibration, gpu
 from perfmodel.kernels import get
-from util import script
+from util import assert_same_record, script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,14 +51,7 @@ def advice():
 
 
 def test_recorded_benchmark_is_what_the_data_gives(advice):
-    recorded = json.loads((ROOT / "examples" / "benchmarks" / "tile_advice_fa2_tc.json").read_text())
-    assert _same(recorded, advice)
-
-
-def _same(a, b):
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return a == pytest.approx(b, rel=1e-6) if isinstance(a, float) else a == b
+    assert_same_record(json.loads((ROOT / "examples" / "benchmarks" / "tile_advice_fa2_tc.json").read_text()), advice)
 
 
 @pytest.mark.parametrize("gpu_dir", ["h100", "h200"])

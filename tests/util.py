@@ -54,3 +54,22 @@ def script(name, folder="scripts"):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def _flat(d, prefix=""):
+    for k, v in d.items():
+        if isinstance(v, dict):
+            yield from _flat(v, f"{prefix}{k}.")
+        else:
+            yield f"{prefix}{k}", v
+
+
+def assert_same_record(recorded: dict, now: dict):
+    """A committed benchmark record is what its script computes now: the same keys at every level, floats to
+    1e-6 relative, everything else equal."""
+    import pytest
+
+    recorded, now = dict(_flat(recorded)), dict(_flat(now))
+    assert recorded.keys() == now.keys()
+    for k, v in now.items():
+        assert recorded[k] == (pytest.approx(v, rel=1e-6) if isinstance(v, float) else v), k
