@@ -104,34 +104,28 @@ class SweepResult:
         """The parameters of every configuration that does not fit the GPU."""
         return self.params_at(np.nonzero(~self.fits))
 
-    def best(self):
-        """For each problem (B, H, N, d): the fitting tile configuration with the least predicted time."""
+    def _kth_fastest(self, k: int):
+        """Index arrays (one per axis) of each problem's k-th fastest tile configuration (0: the fastest; ties in
+        axis order), over the problems where some configuration fits."""
         n_shape = len(AXES)
         shape = self.time_s.shape
         flat = self.time_s.reshape(shape[:n_shape] + (-1,))
-        arg = flat.argmin(axis=-1)
-        tbest = np.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
-        keep = np.nonzero(np.isfinite(tbest))
-        tile_ix = np.unravel_index(arg[keep], shape[n_shape:])
-        ix = tuple(keep) + tuple(tile_ix)
+        keep = np.nonzero(np.isfinite(flat.min(axis=-1)))
+        arg = (flat.argmin(axis=-1) if k == 0 else np.argsort(flat, axis=-1, kind="stable")[..., k])[keep]
+        return tuple(keep) + tuple(np.unravel_index(arg, shape[n_shape:]))
+
+    def best(self):
+        """For each problem (B, H, N, d): the fitting tile configuration with the least predicted time."""
+        ix = self._kth_fastest(0)
         return list(zip(self.params_at(ix), self.time_s[ix].tolist(), self.bound[ix].tolist()))
 
     def runners_up(self):
         """For each problem of ``best`` (same order): the fitting tile configuration with the second least
         predicted time, as (params, time_s), or None where only one tile fits."""
-        n_shape = len(AXES)
-        shape = self.time_s.shape
-        flat = self.time_s.reshape(shape[:n_shape] + (-1,))
-        order = np.argsort(flat, axis=-1, kind="stable")
-        first = np.take_along_axis(flat, order[..., :1], axis=-1)[..., 0]
-        keep = np.nonzero(np.isfinite(first))
-        if flat.shape[-1] < 2:
-            return [None] * len(keep[0])
-        arg = order[..., 1][keep]
-        t2 = flat[keep + (arg,)]
-        ix = tuple(keep) + tuple(np.unravel_index(arg, shape[n_shape:]))
-        return [(p, t) if np.isfinite(t) else None for p, t in zip(self.params_at(ix), t2.tolist())]
-
+        if int(np.prod(self.time_s.shape[len(AXES):])) < 2:
+            return [None] * len(self._kth_fastest(0)[0])
+        ix = self._kth_fastest(1)
+        return [(p, t) if np.isfinite(t) else None for p, t in zip(self.params_at(ix), self.time_s[ix].tolist())]
 
 def run(gpu: GPUSpec, kernel: Kernel, cal: Calibration, values: dict, dtype: str = "fp32",
         causal: bool = False, explore: bool = True) -> SweepResult:
