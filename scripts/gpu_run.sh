@@ -8,7 +8,7 @@
 #   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | repeat-tc | clocked-tc | power-check | sdpa-fresh | head-start-check
 #         | ncu | ncu-tc | ncu-dram | bench-tc | probe-pipes | probe-fill | probe-clock | probe-crowd | probe-ldsm | lone-crowd
 #         | probe-wgmma | probe-dispatch | probe-cold | trace-tc | trace-tc-late | sdpa-kernels | sdpa-calls | ncu-stalls
-#         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | ncu-tc-sass | probe-icache | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
+#         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | ncu-tc-sass | ncu-tc-sass-full | probe-icache | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
 #   power-check: long fa2_tc launches with the SM clock and power sampled (examples/grids/power-check.yaml)
 #   clocked-tc: time the whole fa2_tc grid with each run's SM clock measured (RUN=2: a second file)
 #   repeat-tc: time the whole fa2_tc grid again into fa2_tc.repeat.csv (the data's own repeatability)
@@ -133,6 +133,10 @@ case $step in
       FLASH_ATTENTION:flash_fwd_splitkv_kernel:1:8:512:128:1:split_h8_n512_d128_causal ;;
   ncu-tc-sass)        # fa2_tc's per-instruction stalls, lone blocks and many waves (scripts/ncu_tc_sass.sh)
     mkdir -p "$OUT/tc_sass"; bash scripts/ncu_tc_sass.sh "$OUT/tc_sass" ;;
+  ncu-tc-sass-full)   # the same at many waves (B32 H16 N2048) for the three d = 128 tiles and two d = 64 ones
+    mkdir -p "$OUT/tc_sass"; bash scripts/ncu_tc_sass.sh "$OUT/tc_sass" 32:16:2048:128:0:128:64:4:full_d128_128x64w4 \
+      32:16:2048:128:0:64:64:4:full_d128_64x64w4 32:16:2048:128:0:128:128:8:full_d128_128x128w8 \
+      32:16:2048:64:0:64:64:4:full_d64_64x64w4 32:16:2048:64:0:128:128:4:full_d64_128x128w4 ;;
   probe-icache) python3 scripts/probe_icache.py "$OUT/icache.json" ;;
   all)
     pm probe --out "$OUT/calibration.yaml"

@@ -39,12 +39,16 @@ def busiest_sm_tiles(c):
     return tiles if blocks <= SMS else blocks * tiles / SMS
 
 
-def stalls(sass_text) -> dict:
-    """Samples by stall reason, summed over the listing's instructions."""
+def stalls(sass_text, opcode=None) -> dict:
+    """Samples by stall reason, summed over the listing's instructions (``opcode``: only those of that opcode,
+    e.g. "HMMA", predicates and modifiers aside; the sample falls on the instruction that waits)."""
     head, body = listing_rows(io.StringIO(sass_text))
     cols = {h: i for i, h in enumerate(head) if h.startswith("stall_") and "Not Issued" not in h}
     out = dict.fromkeys((h[len("stall_"):] for h in cols), 0)
     for r in body:
+        words = re.sub(r"^@!?U?P\w+\s+", "", r[1].strip()).split()
+        if opcode is not None and (not words or words[0].split(".")[0] != opcode):
+            continue
         for h, i in cols.items():
             out[h[len("stall_"):]] += int(r[i].replace(",", "") or 0)
     return out
