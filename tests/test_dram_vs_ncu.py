@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from perfmodel.hw import gpu
 from perfmodel.model import memory
-from util import evaluate
+from util import H100, evaluate
 
 NCU = Path(__file__).resolve().parent.parent / "examples" / "measurements" / "h100" / "ncu"
 L2 = 50 * 2 ** 20
@@ -33,17 +34,20 @@ def rows(path):
     return list(csv.DictReader(open(path)))
 
 
-def error(kernel, r):
-    """(predicted / measured - 1) of DRAM read + write bytes, and the prediction."""
+def error(kernel, r, spec=None):
+    """(predicted / measured - 1) of DRAM read + write bytes, and the prediction (on the H100 unless ``spec``)."""
     tiles = {f: int(r[f]) for f in ("Br", "Bc", "threads", "pad", "warps") if f in r}
-    p = evaluate(kernel, int(r["B"]), int(r["H"]), int(r["N"]), int(r["d"]), dtype=r.get("dtype", "fp32"),
-                 causal=r.get("causal", "0") == "1", **tiles)
+    p = evaluate(kernel, int(r["B"]), int(r["H"]), int(r["N"]), int(r["d"]), spec=spec or H100,
+                 dtype=r.get("dtype", "fp32"), causal=r.get("causal", "0") == "1", **tiles)
     measured = float(r["dram__bytes_read.sum"]) + float(r["dram__bytes_write.sum"])
     return float(np.asarray(p.traffic.dram_bytes)) / measured - 1, p
 
 
 SWEEP = {k: rows(NCU / f"ncu_dram_{k}.csv") for k in KERNELS}
 OLDER = {k: rows(NCU / f"ncu_{k}.csv") for k in KERNELS}
+# the same sweep on the H200 (60 MB of L2), whose DRAM counters no constant was fitted to
+H200 = gpu.resolve("h200")
+SWEEP_H200 = {k: rows(NCU.parents[1] / "h200" / "ncu" / f"ncu_dram_{k}.csv") for k in KERNELS}
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -152,3 +156,28 @@ def test_dram_bytes_lie_between_the_first_touches_and_every_reuse_missing():
     p = evaluate("fa1", 1, 512, 1024, 32, Br=64, Bc=64)                      # 145 MB live
     assert float(p.traffic.l2_hit_fraction) == 0.0
     assert float(p.traffic.dram_read_bytes) == pytest.approx(float(p.counts.dram_read_once + p.counts.dram_read_reuse))
+
+
+def h200_errors(kernel):
+    """(footprint / the H200's L2, predicted / measured - 1) of each H200 sweep row."""
+    return [(footprint(r) / H200.l2_bytes, error(kernel, r, H200)[0]) for r in SWEEP_H200[kernel]]
+
+
+@pytest.mark.parametrize("kernel", ("fa2", "fa2_tc"))
+def test_h200_dram_bytes_within_10_percent_of_ncu_from_quarter_to_6x_l2(kernel):
+    """Held out on a second GPU: the H100's sweep run on the H200 spans 0.21x to 6.7x of its larger L2."""
+    errs = [e for x, e in h200_errors(kernel) if 0.25 <= x <= 8]
+    assert len(errs) >= 10
+    assert max(abs(e) for e in errs) <= 0.10, errs
+
+
+def test_h200_fa1_misses_its_steep_band():
+    """fa1 on the H200: within 10% outside 1-1.7x of L2, where its re-reads turn from hits to misses over a few MB;
+    inside it the rule, fitted on the H100, over-predicts all four launches by 20-46% (README Known gaps): more
+    of fa1's re-reads hit the H200's L2 than the H100's rule carries over. A bound on the gap, not a target."""
+    errs = h200_errors("fa1")
+    steep = [e for x, e in errs if 1.0 <= x <= 1.7]
+    rest = [e for x, e in errs if 0.25 <= x <= 8 and not 1.0 <= x <= 1.7]
+    assert len(steep) == 4 and len(rest) >= 8
+    assert max(abs(e) for e in rest) <= 0.10, rest
+    assert all(0.10 < e <= 0.5 for e in steep), steep
