@@ -6,7 +6,7 @@
 #
 #   scripts/gpu_run.sh STEP [MAX_SECONDS]
 #   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | repeat-tc | clocked-tc | power-check | sdpa-fresh | head-start-check
-#         | ncu | ncu-tc | ncu-dram | bench-tc | probe-pipes | probe-fill | probe-clock | probe-crowd | probe-ldsm | lone-crowd
+#         | ncu | ncu-tc | ncu-dram | bench-tc | probe-pipes | probe-fill | probe-clock | probe-coresident | probe-crowd | probe-ldsm | lone-crowd
 #         | probe-wgmma | probe-dispatch | probe-cold | trace-tc | trace-tc-late | sdpa-kernels | sdpa-calls | ncu-stalls
 #         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | ncu-tc-sass | ncu-tc-sass-full | probe-icache | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
 #   power-check: long fa2_tc launches with the SM clock and power sampled (examples/grids/power-check.yaml)
@@ -77,6 +77,7 @@ case $step in
   bench-tc) python3 scripts/fa2_tc_bench.py bench --out "$OUT/fa2_tc_vs_sdpa.json" ;;
   probe-pipes) python3 scripts/probe_pipes.py "$OUT/pipes.json" ;;
   probe-fill) python3 scripts/probe_fill.py "$OUT/fill.json" ;;             # cp.async fills beside ldmatrix reads
+  probe-coresident) python3 scripts/probe_coresident.py "$OUT/coresident.json" ;;   # one tile at 1, 2, 4 blocks a SM
   probe-clock) python3 scripts/probe_clock.py "$OUT/clock.json" ;;          # spin clocks: in-kernel timer against events
   probe-crowd) python3 scripts/probe_crowd.py "$OUT/crowd.json" ;;          # tile waits from L2 / DRAM against SMs loading
   probe-ldsm)         # ldmatrix wavefronts per clock with unmergeable loads, and the loop's SASS (LDSM per body)

@@ -15,12 +15,12 @@ void fa2_launch(const float*, const float*, const float*, float*, int, int, int,
                 cudaStream_t);
 cudaFuncAttributes fa2_attributes();
 int fa2_max_blocks_per_sm(int d, int Br, int Bc, int threads, int pad);
-void fa2_tc_launch(const void*, const void*, const void*, void*, int, int, int, int, int, int, int, int, int,
-                   cudaStream_t);
+void fa2_tc_launch_ex(const void*, const void*, const void*, void*, int, int, int, int, int, int, int, int, int,
+                      size_t, cudaStream_t);
 std::vector<std::array<int, 4>> fa2_tc_instances();
 cudaFuncAttributes fa2_tc_attributes(int d, int Br, int Bc, int warps, int dtype);
 size_t fa2_tc_smem_bytes(int d, int Br, int Bc, int warps);
-int fa2_tc_max_blocks_per_sm(int d, int Br, int Bc, int warps, int dtype);
+int fa2_tc_max_blocks_per_sm(int d, int Br, int Bc, int warps, int dtype, size_t extra_smem);
 void probe_dot(long long*, float*, int, int, int, int, int, int, cudaStream_t);
 void probe_fma(float*, int, int, int, cudaStream_t);
 void probe_exp(float*, int, int, int, cudaStream_t);
@@ -63,7 +63,8 @@ void fa2_forward(torch::Tensor Q, torch::Tensor K, torch::Tensor V, torch::Tenso
 
 // fa2_tc: Q, K, V, O of one shape (B, H, N, d), contiguous, on one CUDA device, all fp16 or all bf16.
 void fa2_tc_forward(torch::Tensor Q, torch::Tensor K, torch::Tensor V, torch::Tensor O, int64_t Br, int64_t Bc,
-                    int64_t warps, bool causal) {
+                    int64_t warps, bool causal, int64_t extra_smem) {
+    TORCH_CHECK(extra_smem >= 0, "fa2_tc: extra_smem must be >= 0, got ", extra_smem);
     const auto dt = Q.scalar_type();
     TORCH_CHECK(dt == torch::kFloat16 || dt == torch::kBFloat16, "fa2_tc: Q must be float16 or bfloat16, got ", dt);
     const char* names[4] = {"Q", "K", "V", "O"};
@@ -78,9 +79,9 @@ void fa2_tc_forward(torch::Tensor Q, torch::Tensor K, torch::Tensor V, torch::Te
         TORCH_CHECK(t.device() == Q.device(), "fa2_tc: ", names[i], " is on ", t.device(), ", Q on ", Q.device());
     }
     const c10::cuda::CUDAGuard guard(Q.device());
-    fa2_tc_launch(Q.data_ptr(), K.data_ptr(), V.data_ptr(), O.data_ptr(), Q.size(0), Q.size(1), Q.size(2),
-                  Q.size(3), (int)Br, (int)Bc, (int)warps, dt == torch::kBFloat16 ? 1 : 0, causal ? 1 : 0,
-                  stream());
+    fa2_tc_launch_ex(Q.data_ptr(), K.data_ptr(), V.data_ptr(), O.data_ptr(), Q.size(0), Q.size(1), Q.size(2),
+                     Q.size(3), (int)Br, (int)Bc, (int)warps, dt == torch::kBFloat16 ? 1 : 0, causal ? 1 : 0,
+                     (size_t)extra_smem, stream());
 }
 
 // dtype code for fa2_tc: 0 or 1, "fp16"/"float16"/"half" or "bf16"/"bfloat16", or a torch dtype.
@@ -111,7 +112,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, mod) {
     mod.def("fa2_max_blocks_per_sm", &fa2_max_blocks_per_sm);
     mod.def("fa2_tc_forward", &fa2_tc_forward, "fa2_tc forward: O = softmax(Q K^T / sqrt(d)) V",
             py::arg("Q"), py::arg("K"), py::arg("V"), py::arg("O"), py::arg("Br"), py::arg("Bc"), py::arg("warps"),
-            py::arg("causal"));
+            py::arg("causal"), py::arg("extra_smem") = 0);
     mod.def("fa2_tc_instances", []() {
         py::list out;
         for (const auto& i : fa2_tc_instances()) out.append(py::make_tuple(i[0], i[1], i[2], i[3]));
@@ -122,9 +123,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, mod) {
         a["dynamic_smem_bytes"] = (int64_t)fa2_tc_smem_bytes(d, Br, Bc, warps);
         return a;
     }, py::arg("d"), py::arg("Br"), py::arg("Bc"), py::arg("warps"), py::arg("dtype"));
-    mod.def("fa2_tc_max_blocks_per_sm", [](int d, int Br, int Bc, int warps, py::object dtype) {
-        return fa2_tc_max_blocks_per_sm(d, Br, Bc, warps, fa2_tc_dtype_code(dtype));
-    }, py::arg("d"), py::arg("Br"), py::arg("Bc"), py::arg("warps"), py::arg("dtype"));
+    mod.def("fa2_tc_max_blocks_per_sm", [](int d, int Br, int Bc, int warps, py::object dtype, int64_t extra_smem) {
+        TORCH_CHECK(extra_smem >= 0, "fa2_tc: extra_smem must be >= 0, got ", extra_smem);
+        return fa2_tc_max_blocks_per_sm(d, Br, Bc, warps, fa2_tc_dtype_code(dtype), (size_t)extra_smem);
+    }, py::arg("d"), py::arg("Br"), py::arg("Bc"), py::arg("warps"), py::arg("dtype"), py::arg("extra_smem") = 0);
     mod.def("probe_dot", [](torch::Tensor cycles, torch::Tensor sink, int blocks, int warps, int stride, int n,
                             int iters, int mode) {
         probe_dot((long long*)cycles.data_ptr<int64_t>(), sink.data_ptr<float>(), blocks, warps, stride, n,

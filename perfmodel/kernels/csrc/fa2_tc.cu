@@ -460,8 +460,10 @@ static void fa2_tc_set_smem(Fa2TcKernel f, size_t smem) {
                      "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
 }
 
-void fa2_tc_launch(const void* Q, const void* K, const void* V, void* O, int B, int H, int N, int d, int Br,
-                   int Bc, int warps, int dtype, int causal, cudaStream_t stream) {
+// extra_smem: dynamic shared memory asked for beyond the tiles' and never touched, so that fewer blocks fit an SM
+// (scripts/probe_coresident.py times one tile at one, two or four blocks a SM in the same grid)
+void fa2_tc_launch_ex(const void* Q, const void* K, const void* V, void* O, int B, int H, int N, int d, int Br,
+                      int Bc, int warps, int dtype, int causal, size_t extra_smem, cudaStream_t stream) {
     const auto& in = fa2_tc_find(d, Br, Bc, warps);
     const Fa2TcKernel f = fa2_tc_kernel_for(in, dtype);
     if (B < 1 || H < 1 || N < 0)
@@ -469,12 +471,17 @@ void fa2_tc_launch(const void* Q, const void* K, const void* V, void* O, int B, 
                                  std::to_string(H) + ", N=" + std::to_string(N) + ")");
     if (H > 65535 || B > 65535) throw std::runtime_error("fa2_tc: B and H must be <= 65535 (grid y and z)");
     if (N == 0) return;
-    const size_t smem = fa2_tc_smem_bytes(d, Br, Bc, warps);
+    const size_t smem = fa2_tc_smem_bytes(d, Br, Bc, warps) + extra_smem;
     fa2_tc_set_smem(f, smem);
     const dim3 grid((unsigned)((N + Br - 1) / Br), (unsigned)H, (unsigned)B);
     const float sl2 = 1.4426950408889634f / sqrtf((float)d);
     f<<<grid, 32 * warps, smem, stream>>>(Q, K, V, O, N, causal ? 1 : 0, sl2);
     fa2_tc_check(cudaGetLastError(), "launch");
+}
+
+void fa2_tc_launch(const void* Q, const void* K, const void* V, void* O, int B, int H, int N, int d, int Br,
+                   int Bc, int warps, int dtype, int causal, cudaStream_t stream) {
+    fa2_tc_launch_ex(Q, K, V, O, B, H, N, d, Br, Bc, warps, dtype, causal, 0, stream);
 }
 
 cudaFuncAttributes fa2_tc_attributes(int d, int Br, int Bc, int warps, int dtype) {
@@ -484,9 +491,9 @@ cudaFuncAttributes fa2_tc_attributes(int d, int Br, int Bc, int warps, int dtype
     return a;
 }
 
-int fa2_tc_max_blocks_per_sm(int d, int Br, int Bc, int warps, int dtype) {
+int fa2_tc_max_blocks_per_sm(int d, int Br, int Bc, int warps, int dtype, size_t extra_smem) {
     const Fa2TcKernel f = fa2_tc_kernel_for(fa2_tc_find(d, Br, Bc, warps), dtype);
-    const size_t smem = fa2_tc_smem_bytes(d, Br, Bc, warps);
+    const size_t smem = fa2_tc_smem_bytes(d, Br, Bc, warps) + extra_smem;
     fa2_tc_set_smem(f, smem);
     int n = 0;
     fa2_tc_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, (const void*)f, 32 * warps, smem), "occupancy");
