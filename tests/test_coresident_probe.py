@@ -57,22 +57,29 @@ def gain(runs, tile, causal, hi, lo=1, of="time_ms"):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_a_second_block_hides_less_of_the_first_than_the_model_says_at_d128(runs, causal):
-    """From one block a SM to two: the d = 128 4-warp tiles gain 1.26-1.40x where the model gives 1.41-1.58x (its
-    p grows with the blocks on the SM: 1.12 for one, 1.44 for two); the d = 64 64x64/4w tile gains what the model
-    gives, from one block to two and to four (within 4%)."""
+    """From one block a SM to two the d = 128 4-warp tiles gain 1.26-1.40x. The model, whose p grows with the blocks
+    on the SM (overlap_blocks) and falls with the rows a scheduler holds of a block (overlap_rows), gives the
+    non-causal launches 1.39-1.51x, still 0.1-0.2 too much, and the causal ones within 0.06. The d = 64 64x64/4w
+    tile gains what the model gives, from one block to two and to four (within 4%)."""
     for tile in ((128, 64, 64, 4), (128, 128, 64, 4), (128, 64, 128, 4)):
         measured, model = gain(runs, tile, causal, 2), gain(runs, tile, causal, 2, of="predicted_ms")
-        assert 1.2 < measured < 1.42 and model > measured + 0.09, (tile, measured, model)
+        assert 1.2 < measured < 1.42, (tile, measured)
+        if causal:
+            assert abs(model - measured) < 0.06, (tile, measured, model)
+        else:
+            assert 0.09 < model - measured < 0.2, (tile, measured, model)
     if not causal:
         for hi in (2, 4):
             measured = gain(runs, (64, 64, 64, 4), causal, hi)
             assert gain(runs, (64, 64, 64, 4), causal, hi, of="predicted_ms") == pytest.approx(measured, rel=0.04)
 
 
-def test_one_four_warp_block_a_sm_runs_faster_than_the_model_says(runs):
-    """At one block a SM the non-causal 4-warp tiles take 5-33% less time than predicted (d = 64 64x64 the least);
-    the 8-warp 128x128 tile, which runs one block a SM anyway, is within 8%."""
-    err = {k[:4]: r["predicted_ms"] / r["time_ms"] - 1 for k, r in runs.items() if k[-1] == 1 and not k[4]}
-    four = [e for t, e in err.items() if t[3] == 4]
-    assert len(four) == 6 and min(four) > 0.04 and max(four) < 0.35
-    assert abs(err[(128, 128, 128, 8)]) < 0.08
+def test_the_model_on_the_forced_occupancies(runs):
+    """Nothing fitted to these runs: over the 30 launches the model is off by 6.3% on average, 21% at worst (it was
+    9.0% and 33% with a p that grew with the blocks alone). One 4-warp block a SM (non-causal) is still the
+    worst: 1-21% slow; the 8-warp 128x128 tile, one block a SM anyway, within 7%."""
+    err = {k: r["predicted_ms"] / r["time_ms"] - 1 for k, r in runs.items()}
+    assert np.mean(np.abs(list(err.values()))) < 0.07 and max(np.abs(list(err.values()))) < 0.22
+    lone = [e for k, e in err.items() if k[-1] == 1 and not k[4] and k[3] == 4]
+    assert len(lone) == 6 and 0 < min(lone) and max(lone) < 0.22
+    assert abs(err[(128, 128, 128, 8, False, 1)]) < 0.07 and abs(err[(128, 128, 128, 8, True, 1)]) < 0.07

@@ -386,6 +386,34 @@ def test_a_blocks_path_is_hidden_by_the_blocks_beside_it(tiles, shape, blocks):
         assert t(cal) < flat
 
 
+@pytest.mark.parametrize("tiles,d,rows", [
+    (fa2_tc.FA2TCTiles(64, 64, 4), 128, 16), (fa2_tc.FA2TCTiles(128, 64, 4), 128, 32),
+    (fa2_tc.FA2TCTiles(128, 128, 8), 128, 32), (fa2_tc.FA2TCTiles(128, 128, 4), 64, 32),
+])
+def test_the_joins_p_falls_with_the_rows_a_scheduler_holds_of_a_block(tiles, d, rows):
+    """Each scheduler holds Br / min(warps, 4) query rows of a block (Counts.sched_rows); the join's p is multiplied
+    by (rows / 16)^-overlap_rows, which the committed fit finds between 0.1 and 1 (the co-residence probe: a 4-warp
+    block of 64 rows needs a higher p than one of 128 rows or of 8 warps, whatever the blocks beside it). So a
+    64-row 4-warp block keeps the p it had, and any other block's time is that of the plain p scaled so."""
+    from perfmodel.hw import calibration, gpu
+    from perfmodel.model import engine
+    from perfmodel.shape import make_shape
+
+    spec = gpu.resolve("h100")
+    cal = calibration.resolve(spec)
+    costs = cal.path_costs("fa2_tc")
+    gamma = costs["overlap_rows"]
+    assert 0.1 < gamma < 1
+    k = get("fa2_tc")
+    shape = make_shape(4, 16, 4096, d, "fp16", False)
+    assert float(np.asarray(k.counts(shape, tiles, k.facts("sm_90")[0]).sched_rows)) == rows
+    t = lambda c: float(engine.evaluate(spec, k, shape, tiles, c).time_s)
+    scaled = _with_costs(cal, "fa2_tc", overlap=costs["overlap"] * (rows / 16) ** -gamma, overlap_rows=0.0)
+    assert t(cal) == pytest.approx(t(scaled), rel=1e-5)
+    if rows == 16:
+        assert t(cal) == pytest.approx(t(_with_costs(cal, "fa2_tc", overlap_rows=0.0)), rel=1e-6)
+
+
 def test_split_kv_pays_for_its_combine_kernel():
     """FlashAttention-2's split-KV path queues a second kernel that reads the splits' fp32 partial outputs back:
     a queued operation and that kernel's own blocks (the preset's companion), and the partials' L2 traffic, where

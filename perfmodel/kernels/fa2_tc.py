@@ -181,6 +181,7 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
         # after the first round a head's blocks no longer start together: the blocks of its head dispatched before a
         # block have fetched its tiles, which it finds in L2. Causal: its first tile, the diagonal, only if those
         # blocks were heavier (heavy_first); dispatched shortest first, they never read it
+        sched_rows=Br / np.minimum(W, 4) + 0 * tiles_b,
         later_miss_share=(1 - np.asarray(heavy_first, dtype=float) if causal else 0.0) + 0 * tiles_b,
         block_spread=spread, head_blocks=qblocks_h, block_step=step,
         # before its first tile a block waits on its Q tile and its first K and V tiles. Without a mask every block
@@ -211,7 +212,7 @@ class FA2TC(Kernel):
     # pipes.json): mma.sync and FFMA add, shared memory and MUFU overlap them, p = 5 reproduces the mixes to 1%.
     serial = (("tensor", "fp32"),)
     pipe_p = 5.0
-    fit_features = ("mma", "fp32", "gmem", "load", "load_miss", "overlap", "overlap_blocks")
+    fit_features = ("mma", "fp32", "gmem", "load", "load_miss", "overlap", "overlap_blocks", "overlap_rows")
 
     def default_tiles(self, shape=None, gpu=None):
         if shape is not None and int(np.asarray(shape.d)) in DEFAULTS:

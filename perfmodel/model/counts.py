@@ -116,10 +116,13 @@ class Counts:
     # the rest are found in L2, fetched by a block of the same head dispatched before them, where their head began in
     # an earlier round (timing: later rounds)
     later_miss_share: object = 1
+    # query rows each warp scheduler holds of one block (Br / min(warps, 4)): the join's p falls with them where a
+    # kernel's fit says so (Calibration FIT_PARAMS "overlap_rows"); 0: not used
+    sched_rows: object = 0
 
     # fields that describe the launch's blocks, not amounts: they neither add (the larger holds) nor scale
     RATIOS = ("block_spread", "head_blocks", "block_step", "launches", "queued_ops", "burst_sharers",
-              "later_miss_share", "code_once_kib", "code_loop_kib")
+              "later_miss_share", "sched_rows", "code_once_kib", "code_loop_kib")
     # amounts per head or per block: a launch's counts keep them as one head's (Kernel.counts)
     UNSCALED = ("reuse_live_bytes", "burst_own_bytes", "burst_kv_bytes")
 

@@ -15,7 +15,8 @@ A round of r blocks costs
 elsewhere in it, at the instruction-cache probe's supply, ``fetch_instructions``; it joins the issue row as one part),
 joined by a p-norm, (sum t^p)^(1/p): with few warps the path dominates, with many the pipes do, and in between
 both count; a kernel's fit may let p grow with the blocks on the SM (``overlap_blocks``: a block's warps wait at
-its barriers together, so only the other blocks hide its path). A kernel whose pipes were measured together (``Kernel.pipe_p``: the pipe-mix probe's p) joins them by
+its barriers together, so only the other blocks hide its path) and fall with the query rows each scheduler holds of
+one block (``overlap_rows``, ``Counts.sched_rows``). A kernel whose pipes were measured together (``Kernel.pipe_p``: the pipe-mix probe's p) joins them by
 that p first, so the path's p (fitted) governs only how co-resident warps hide its latency. A kernel whose warps use some resources one after another, each waiting on the last, names them in
 ``Kernel.serial``: the times of the resources in one group add before the group joins the rest (a member
 given as (name, share) adds that share of its time; the rest joins the others; a group naming "latency" adds the
@@ -222,6 +223,12 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     # blocks beside it: with ``overlap_blocks`` (a kernel's fit) the p grows with their share of the SM's warps,
     # (r - 1) / r of r co-resident blocks: p = overlap * (1 + overlap_blocks * (1 - 1/r))
     p_blocks = f32(costs["overlap_blocks"])
+    # ... and falls with the query rows each scheduler holds of one block (``overlap_rows``, a kernel's fit): the
+    # co-residence probe (probe/coresident.json) finds one 4-warp block of 64 rows needing a higher p than one of
+    # 128 rows or of 8 warps, whatever the blocks beside it
+    rows = np.asarray(c.sched_rows, dtype=f32)
+    p_rows = (np.where(rows > 0, np.power(np.maximum(rows, f32(1)) / f32(16), -f32(costs["overlap_rows"])), f32(1))
+              if costs["overlap_rows"] and np.any(rows > 0) else None)
 
     # serial groups as (resource, share) pairs; a group naming "latency" holds the block's path
     groups = [[(m, 1.0) if isinstance(m, str) else m for m in g] for g in serial]
@@ -245,6 +252,8 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         if pipe_p:
             parts = [_pnorm(parts, pipe_p)]
         p = p_sm * (1 + p_blocks * (1 - 1 / np.maximum(r, f32(1)))) if p_blocks else p_sm
+        if p_rows is not None:
+            p = p * p_rows
         return _pnorm(parts if path_serial else [*parts, path], p)
 
     # The blocks of later rounds: the loads that miss in the first round may be found in L2, fetched by blocks of
