@@ -12,8 +12,8 @@ from perfmodel.kernels.fa2_tc import FA2TC
 from perfmodel.model import engine
 from perfmodel.shape import AttentionShape
 
-RECORD = Path(__file__).resolve().parents[1] / "examples" / "measurements" / "h100" / "probe" / "coresident.json"
-H100 = gpu.resolve("h100")
+DATA = Path(__file__).resolve().parents[1] / "examples" / "measurements"
+GPU_NAME = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200"}
 
 
 class Padded(FA2TC):
@@ -26,21 +26,34 @@ class Padded(FA2TC):
         return super().smem_bytes(shape, tiles) + self.extra
 
 
-@pytest.fixture(scope="module")
-def runs():
-    record = json.loads(RECORD.read_text())
-    assert record["provenance"]["gpu_name"] == "NVIDIA H100 80GB HBM3"
+def load(key):
+    """(key of the launch) -> its record with the model's blocks a SM and prediction, on the GPU it ran on."""
+    record = json.loads((DATA / key / "probe" / "coresident.json").read_text())
+    assert record["provenance"]["gpu_name"] == GPU_NAME[key]
+    spec = gpu.resolve(key)
     out = {}
     for r in record["runs"]:
         k = Padded(r["extra_smem"])
-        p = engine.evaluate(H100, k, AttentionShape(r["B"], r["H"], r["N"], r["d"], "fp16", r["causal"]),
-                            k.Tiles(Br=r["Br"], Bc=r["Bc"], warps=r["warps"]), calibration.resolve(H100))
+        p = engine.evaluate(spec, k, AttentionShape(r["B"], r["H"], r["N"], r["d"], "fp16", r["causal"]),
+                            k.Tiles(Br=r["Br"], Bc=r["Bc"], warps=r["warps"]), calibration.resolve(spec))
         key = (r["d"], r["Br"], r["Bc"], r["warps"], r["causal"], r["blocks_per_sm"])
         out[key] = dict(r, model_blocks=int(np.asarray(p.blocks_per_sm)), predicted_ms=float(p.time_s) * 1e3)
     return out
 
 
-def test_every_launch_was_checked_and_timed_at_the_occupancy_the_model_sees(runs):
+@pytest.fixture(scope="module")
+def runs():
+    return load("h100")
+
+
+@pytest.fixture(scope="module")
+def runs_h200():
+    return load("h200")
+
+
+@pytest.mark.parametrize("key", sorted(GPU_NAME))
+def test_every_launch_was_checked_and_timed_at_the_occupancy_the_model_sees(key):
+    runs = load(key)
     assert len(runs) == 30
     for key, r in runs.items():
         assert r["rel_err"] <= 2e-3 and "skipped" not in r, key
@@ -83,3 +96,12 @@ def test_the_model_on_the_forced_occupancies(runs):
     lone = [e for k, e in err.items() if k[-1] == 1 and not k[4] and k[3] == 4]
     assert len(lone) == 6 and 0 < min(lone) and max(lone) < 0.22
     assert abs(err[(128, 128, 128, 8, False, 1)]) < 0.07 and abs(err[(128, 128, 128, 8, True, 1)]) < 0.07
+
+
+def test_the_model_on_the_h200s_forced_occupancies(runs_h200):
+    """The same launches on the H200, whose timings nothing is fitted to: 5.4% on average and 17% at worst (7.9%
+    and 28% before overlap_rows); one 4-warp block a SM is again the worst case (up to 17% slow)."""
+    err = {k: r["predicted_ms"] / r["time_ms"] - 1 for k, r in runs_h200.items()}
+    assert np.mean(np.abs(list(err.values()))) < 0.06 and max(np.abs(list(err.values()))) < 0.18
+    lone = [e for k, e in err.items() if k[-1] == 1 and not k[4] and k[3] == 4]
+    assert max(lone) == max(err.values())
