@@ -1,11 +1,12 @@
 """How much co-resident fa2_tc blocks hide of one another, tile by tile: the same launch timed with one, two or four
-blocks a SM (README Known gaps: where the Spearman gap sits). The model's join lets a block's latency path be
-hidden only by the other blocks on its SM (``overlap_blocks``); lone and many-wave rows differ in more than that
-(one round against many, first touches in DRAM against L2 hits), so here only the blocks a SM change: the kernel
-asks for dynamic shared memory it never touches (``extra_smem``), the smallest amount that leaves ``r`` blocks a SM
-(cudaOccupancyMaxActiveBlocksPerMultiprocessor), in the same grid. Each launch is first checked against the
-float64 reference on fresh inputs with a poisoned output, then timed as ``perfmodel measure`` times (L2 flushed,
-the SM clock measured around each run).
+blocks a SM (README Known gaps: what a second block on the SM hides). The model's join lets a block's latency path
+be hidden only by the other blocks on its SM (``overlap_blocks``); these runs found the p a launch needs following
+the tile more than the blocks, which the join's ``overlap_rows`` now carries. Lone and many-wave rows differ in
+more than the blocks a SM (one round against many, first touches in DRAM against L2 hits), so here only those
+change: the kernel asks for dynamic shared memory it never touches (``extra_smem``), the smallest amount that leaves
+``r`` blocks a SM (cudaOccupancyMaxActiveBlocksPerMultiprocessor), in the same grid. Each launch is first checked
+against the float64 reference on fresh inputs with a poisoned output, then timed as ``perfmodel measure`` times (L2
+flushed, the SM clock measured around each run).
 
 Usage: python3 scripts/probe_coresident.py OUT.json      (the record is rewritten after every launch)"""
 from perfmodel.kernels import get
@@ -16,7 +17,7 @@ from perfmodel.shape import AttentionShape
 TILES = ((128, 64, 64, 4), (128, 128, 64, 4), (128, 64, 128, 4), (128, 128, 128, 8),
          (64, 64, 64, 4), (64, 128, 128, 4), (64, 64, 128, 4))
 SHAPES = ((32, 16, 2048, False), (32, 16, 2048, True))          # B, H, N, causal: many waves, fp16
-TOLERANCE = 2e-3                                                 # fp16, as perfmodel measure
+TOLERANCE = runner.TOLERANCE["fp16"]                             # as perfmodel measure checks
 
 
 def extra_for(ext, d, br, bc, w, blocks, limit):
@@ -61,8 +62,9 @@ def main(out_path):
                 else:
                     Q, K, V = run.inputs(len(runs) + 1000)
                     t = bencher.run(lambda: run.launch(Q, K, V))
-                    row.update(time_ms=t.median_ms, p20_ms=t.p20_ms, p80_ms=t.p80_ms, runs=t.n_runs, median_cycles=t.median_cycles,
-                               sm_clock_mhz_before=t.clock_before_mhz, sm_clock_mhz_after=t.clock_after_mhz)
+                    row.update(time_ms=t.median_ms, p20_ms=t.p20_ms, p80_ms=t.p80_ms, runs=t.n_runs,
+                               median_cycles=t.median_cycles, sm_clock_mhz_before=t.clock_before_mhz,
+                               sm_clock_mhz_after=t.clock_after_mhz)
                 runs.append(row)
                 print(row, flush=True)
                 probe.write_record(out_path, torch, tool, {"tolerance": TOLERANCE, "runs": runs}, indent=1)

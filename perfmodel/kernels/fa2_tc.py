@@ -178,10 +178,11 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
         path_mma=tiles_b * (KQ + KP), path_fp32=tiles_b * (4 * NS + 4), path_shfl=tiles_b * 2,
         path_sfu=tiles_b * 2, path_sync=tiles_b * 2 + 1, path_gmem=1 + 0 * N,
         path_load=miss_free, path_load_miss=tiles_b * 2 - miss_free,
+        # the query rows each scheduler holds of one block (the join's p falls with them: overlap_rows)
+        sched_rows=Br / np.minimum(W, 4) + 0 * tiles_b,
         # after the first round a head's blocks no longer start together: the blocks of its head dispatched before a
         # block have fetched its tiles, which it finds in L2. Causal: its first tile, the diagonal, only if those
         # blocks were heavier (heavy_first); dispatched shortest first, they never read it
-        sched_rows=Br / np.minimum(W, 4) + 0 * tiles_b,
         later_miss_share=(1 - np.asarray(heavy_first, dtype=float) if causal else 0.0) + 0 * tiles_b,
         block_spread=spread, head_blocks=qblocks_h, block_step=step,
         # before its first tile a block waits on its Q tile and its first K and V tiles. Without a mask every block

@@ -16,8 +16,9 @@ elsewhere in it, at the instruction-cache probe's supply, ``fetch_instructions``
 joined by a p-norm, (sum t^p)^(1/p): with few warps the path dominates, with many the pipes do, and in between
 both count; a kernel's fit may let p grow with the blocks on the SM (``overlap_blocks``: a block's warps wait at
 its barriers together, so only the other blocks hide its path) and fall with the query rows each scheduler holds of
-one block (``overlap_rows``, ``Counts.sched_rows``). A kernel whose pipes were measured together (``Kernel.pipe_p``: the pipe-mix probe's p) joins them by
-that p first, so the path's p (fitted) governs only how co-resident warps hide its latency. A kernel whose warps use some resources one after another, each waiting on the last, names them in
+one block (``overlap_rows``, ``Counts.sched_rows``). A kernel whose pipes were measured together (``Kernel.pipe_p``:
+the pipe-mix probe's p) joins them by that p first, so the path's p (fitted) governs only how co-resident warps
+hide its latency. A kernel whose warps use some resources one after another, each waiting on the last, names them in
 ``Kernel.serial``: the times of the resources in one group add before the group joins the rest (a member
 given as (name, share) adds that share of its time; the rest joins the others; a group naming "latency" adds the
 block's latency path too, for a kernel whose warps wait out that path between their pipe phases). A kernel whose
