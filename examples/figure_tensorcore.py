@@ -1,27 +1,45 @@
-"""README figure: predicted (dashed, x) and measured (solid, o) TFLOP/s against N for fa2_tc, SDPA flash and SDPA
-cuDNN on the H100, fp16, d = 128, causal and not, from the one run that timed all three on the same inputs
-(examples/benchmarks/fa2_tc_vs_sdpa.json). Run from the repository root: python examples/figure_tensorcore.py"""
-import json
+"""README figure: predicted (dashed, x) and measured (solid, o) TFLOP/s against N for fa2_tc (its default d = 128
+tile, 128x64, 4 warps), SDPA flash and SDPA cuDNN on the H100, fp16, d = 128, B = 32, H = 16, causal and not: every
+such row of the committed datasets (examples/measurements/h100/{fa2_tc,sdpa-flash,sdpa-cudnn}.csv), the ground
+truth the accuracy tables score (fa2_tc's training-split rows included; nothing is fitted to SDPA's). Run from the
+repository root: python examples/figure_tensorcore.py"""
+import csv
 
 from perfmodel import api, plot
 
-rows = json.load(open("examples/benchmarks/fa2_tc_vs_sdpa.json"))["rows"]
+B, H, D, TILE = 32, 16, 128, (128, 64, 4)
+
+
+def rows(kernel, causal):
+    """(N, measured ms) of the kernel's B x H, fp16, d = 128 rows (fa2_tc: its default tile), by N."""
+    out = []
+    for r in csv.DictReader(open(f"examples/measurements/h100/{kernel}.csv")):
+        if (int(r["B"]), int(r["H"]), int(r["d"]), r["dtype"]) != (B, H, D, "fp16"):
+            continue
+        if (r["causal"] in ("1", "True", "true")) != causal:
+            continue
+        if kernel == "fa2_tc" and (int(r["Br"]), int(r["Bc"]), int(r["threads"]) // 32) != TILE:
+            continue
+        out.append((int(r["N"]), float(r["median_ms"])))
+    return sorted(out)
+
+
 panels = []
 for causal in (False, True):
-    sel = sorted((r for r in rows if r["dtype"] == "fp16" and r["d"] == 128 and r["causal"] == causal),
-                 key=lambda r: r["N"])
     series = []
-    for kernel, col in (("fa2_tc", "fa2_tc_ms"), ("sdpa-flash", "sdpa_flash_ms"), ("sdpa-cudnn", "sdpa_cudnn_ms")):
-        flops = [api.predict("h100", kernel, B=r["B"], H=r["H"], N=r["N"], d=128, dtype="fp16", causal=causal,
-                             **({"Br": r["fa2_tc_tile"][0], "Bc": r["fa2_tc_tile"][1], "warps": r["fa2_tc_tile"][2]}
-                                if kernel == "fa2_tc" else {})) for r in sel]
-        useful = [float(p.prediction.shape.useful_flops()) for p in flops]
-        Ns = [r["N"] for r in sel]
+    for kernel in ("fa2_tc", "sdpa-flash", "sdpa-cudnn"):
+        meas = rows(kernel, causal)
+        tiles = dict(zip(("Br", "Bc", "warps"), TILE)) if kernel == "fa2_tc" else {}
+        preds = [api.predict("h100", kernel, B=B, H=H, N=n, d=D, dtype="fp16", causal=causal, **tiles).prediction
+                 for n, _ in meas]
+        useful = [float(p.shape.useful_flops()) for p in preds]
+        Ns = [n for n, _ in meas]
         series.append({"kernel": kernel, "label": f"{kernel} measured", "N": Ns, "measured": True,
-                       "tflops": [u / (r[col] * 1e-3) / 1e12 for u, r in zip(useful, sel)]})
+                       "tflops": [u / (ms * 1e-3) / 1e12 for u, (_, ms) in zip(useful, meas)]})
         series.append({"kernel": kernel, "label": f"{kernel} predicted", "N": Ns, "measured": False,
-                       "tflops": [u / p.time_s / 1e12 for u, p in zip(useful, flops)]})
-    panels.append({"title": ("causal" if causal else "non-causal") + ", fp16, d = 128", "series": series})
-fig = plot.throughput_vs_n(panels, "tensor-core attention on the H100: predicted vs measured")
+                       "tflops": [u / float(p.time_s) / 1e12 for u, p in zip(useful, preds)]})
+    panels.append({"title": ("causal" if causal else "non-causal") + f", fp16, d = {D}, B = {B}, H = {H}",
+                   "series": series})
+fig = plot.throughput_vs_n(panels, "tensor-core attention on the H100: predicted vs measured", xlabel="N")
 plot.save(fig, "examples/figures/tensorcore_h100.png")
 print("wrote examples/figures/tensorcore_h100.png")

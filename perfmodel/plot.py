@@ -153,7 +153,7 @@ def save(fig, path: str) -> None:
     plt.close(fig)
 
 
-def throughput_vs_n(panels: list[dict], title: str):
+def throughput_vs_n(panels: list[dict], title: str, xlabel: str = "N (B*H*N fixed)"):
     """TFLOP/s against N, one panel per dict (title, series: [{label, N, tflops, measured (bool)}])."""
     fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.6), squeeze=False)
     cmap = plt.get_cmap("tab10")
@@ -164,7 +164,7 @@ def throughput_vs_n(panels: list[dict], title: str):
             style = dict(marker="o", ls="-", color=c) if s["measured"] else dict(marker="x", ls="--", color=c)
             ax.plot(s["N"], s["tflops"], label=s["label"], **style)
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("N (B*H*N fixed)")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel("TFLOP/s (useful FLOPs)")
         ax.set_title(panel["title"], fontsize=10)
         ax.grid(True, which="both", alpha=0.25)
