@@ -16,7 +16,9 @@ past the last row shows up as NaN). Every element must be written (no NaN left).
 bench: for each dtype, causal, d, N: B*H*N = --tokens (default 16*16*8192, the FlashAttention papers' size), H = 16.
 Each fa2_tc instance of that d is checked (fresh inputs, poisoned output; the float64 reference on the first and
 last head) and timed; the fastest is timed again beside SDPA's flash and cuDNN backends (null if unavailable), on
-the same inputs, each checked first. Times: CUDA events around each run, after warm-up; the median of --runs runs.
+the same inputs, each checked first. Times: CUDA events around each run, after warm-up, every run prepared as
+perfmodel measure's (L2 flushed; spins before and after it read the SM clock); the best instance and SDPA's
+backends interleaved run by run (perfmodel.measure.bench.Bencher.interleaved); the median of --runs runs.
 FLOPs = 4*B*H*N^2*d, halved under causal.
 """
 
@@ -28,7 +30,6 @@ import json
 import math
 import re
 import shlex
-import statistics
 import subprocess
 import sys
 import time
@@ -168,36 +169,6 @@ def sdpa_time_fn(backend, causal):
     return run
 
 
-def time_ms(fn, args, runs: int, warmup: int) -> list[float]:
-    for _ in range(warmup):
-        fn(*args)
-    torch.cuda.synchronize()
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(runs)]
-    for s, e in ev:
-        s.record()
-        fn(*args)
-        e.record()
-    torch.cuda.synchronize()
-    return [s.elapsed_time(e) for s, e in ev]
-
-
-def time_interleaved(fns: dict, args, runs: int, warmup: int) -> dict:
-    """Times of each function in fns; run r of every function is issued before run r + 1 of any."""
-    for fn in fns.values():
-        for _ in range(warmup):
-            fn(*args)
-    torch.cuda.synchronize()
-    ev = {name: [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(runs)]
-          for name in fns}
-    for r in range(runs):
-        for name, fn in fns.items():
-            ev[name][r][0].record()
-            fn(*args)
-            ev[name][r][1].record()
-    torch.cuda.synchronize()
-    return {name: [s.elapsed_time(e) for s, e in pairs] for name, pairs in ev.items()}
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # modes
 
@@ -265,6 +236,10 @@ def bench_shapes(dtypes, causals, ds, ns, tokens):
 
 def mode_bench(ext, args, on_row=None) -> dict:
     from torch.nn.attention import SDPBackend
+
+    from perfmodel.measure.bench import Bencher
+
+    bencher = Bencher(torch)              # as perfmodel measure times: L2 flushed, spins measure the clock
     insts = ext.fa2_tc_instances()
     rows = []
     seed = 5000
@@ -292,7 +267,8 @@ def mode_bench(ext, args, on_row=None) -> dict:
                 print(f"FAIL d={d} {tile} {dt} causal={causal} N={N}: {res}", flush=True)
                 per_inst[tile] = None
                 continue
-            per_inst[tile] = statistics.median(time_ms(fn, (q, k, v, o), args.inst_runs, args.warmup))
+            per_inst[tile] = bencher.run(lambda fn=fn, a=(q, k, v, o): fn(*a), warmup=args.warmup,
+                                         min_runs=args.inst_runs, max_runs=args.inst_runs).median_ms
         timed = {t: ms for t, ms in per_inst.items() if ms is not None}
         best = min(timed, key=timed.get) if timed else None
         row = {"dtype": dt, "causal": causal, "d": d, "N": N, "B": B, "H": H, "flops": flops}
@@ -319,11 +295,11 @@ def mode_bench(ext, args, on_row=None) -> dict:
             except RuntimeError as exc:
                 row[f"{name}_ms"] = None
                 row[f"{name}_error"] = str(exc).splitlines()[0][:200]
-        times = time_interleaved(timed_fns, (q, k, v, o), args.runs, args.warmup)
-        for name, t in times.items():
-            row[f"{name}_ms"] = statistics.median(t)
-            row[f"{name}_p20_ms"] = sorted(t)[len(t) // 5]
-            row[f"{name}_p80_ms"] = sorted(t)[(4 * len(t)) // 5]
+        timings = bencher.interleaved({name: (lambda f=f, a=(q, k, v, o): f(*a)) for name, f in timed_fns.items()},
+                                      runs=args.runs, warmup=args.warmup)
+        for name, t in timings.items():
+            row[f"{name}_ms"], row[f"{name}_p20_ms"], row[f"{name}_p80_ms"] = t.median_ms, t.p20_ms, t.p80_ms
+            row[f"{name}_clock_mhz"] = [t.clock_before_mhz, t.clock_after_mhz]
         row["sm_clock_mhz_after"] = smi("clocks.sm")
         torch.cuda.empty_cache()
         for name in ("fa2_tc", "sdpa_flash", "sdpa_cudnn"):
@@ -337,7 +313,7 @@ def mode_bench(ext, args, on_row=None) -> dict:
         print(fmt_row(row), flush=True)
         if on_row:
             on_row(rows)   # the file is rewritten after every row, so a run cut short keeps what it measured
-        del q, k, v, o, obuf
+        del q, k, v, o, obuf, timings
         torch.cuda.empty_cache()
     return {"rows": rows}
 
@@ -488,9 +464,11 @@ def main(argv=None) -> int:
         rc |= 1 if res["failed"] else 0
     if args.mode in ("bench", "all"):
         method = {"tokens_B_H_N": args.tokens, "H": H_BENCH, "runs": args.runs, "inst_runs": args.inst_runs,
-                  "warmup": args.warmup, "tolerance": TOL, "l2_flush": False,
-                  "statistic": "median of CUDA-event times per run; the best instance, flash and cuDNN timed "
-                               "interleaved (run r of each back to back)"}
+                  "warmup": args.warmup, "tolerance": TOL, "l2_flush": True,
+                  "statistic": "median of CUDA-event times per run, every run prepared as perfmodel measure's "
+                               "(L2 flushed, a head-start spin that reads the SM clock before it, one after): "
+                               "the instances one by one, then the best instance, flash and cuDNN interleaved "
+                               "(run r of each before run r + 1 of any; perfmodel.measure.bench.Bencher)"}
 
         def save(rows, quiet=True):
             obj = {"gpu": prov["gpu_name"], "provenance": {**prov, "sm_clock_mhz_after": smi("clocks.sm")},

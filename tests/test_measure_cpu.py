@@ -181,6 +181,22 @@ def test_the_head_start_spins_measure_the_clock_before_and_after_each_run():
     assert t.median_ms == pytest.approx(0.5)
 
 
+def test_interleaved_calls_alternate_run_by_run_with_every_run_prepared():
+    """Bencher.interleaved (the speed benchmark beside PyTorch's kernels): warm-up runs of each call, then run r of
+    every call before run r + 1 of any, each with its spins around it: each call's Timing holds its own runs (the
+    warm-ups' 9 ms none of them) and the clock they saw."""
+    from perfmodel.measure import bench
+
+    fake = _FakeTorch([9.0] * 6 + [1.0, 3.0] * 5, mhz=1800.0, gap_ms=0.004)
+    order = []
+    calls = {"a": lambda: (order.append("a"), fake.kernel()), "b": lambda: (order.append("b"), fake.kernel())}
+    t = bench.Bencher(fake, flush=False).interleaved(calls, runs=5, warmup=3)
+    assert order == ["a"] * 3 + ["b"] * 3 + ["a", "b"] * 5
+    assert (t["a"].median_ms, t["b"].median_ms) == (pytest.approx(1.0), pytest.approx(3.0))
+    assert t["a"].n_runs == t["b"].n_runs == 5 and t["b"].spread == pytest.approx(1.0)
+    assert t["a"].clock_before_mhz == pytest.approx(1800.0, rel=1e-6)
+
+
 def test_best_cycles_per_iter_is_the_least_median_over_launches():
     """The probe scripts' timing (probe.best_cycles_per_iter): each launch writes every block's cycles; the
     median over blocks per iteration, the least over launches."""

@@ -114,38 +114,62 @@ class Bencher:
         full of the buffer's dirty lines."""
         self.cache.zero_()
 
-    def _batch(self, fn, setup, warmup, min_runs, max_runs, target_s) -> Timing:
-        torch = self.torch
+    def interleaved(self, fns: dict, runs: int = 30, warmup: int = 3) -> dict:
+        """name -> Timing of several calls timed together: run r of each before run r + 1 of any, so that all see
+        the same clock and power state, every run prepared as ``run``'s are (the L2 flush, the head-start spin, the
+        spin after it). No batch is repeated: the caller compares the calls, not one call's best batch."""
+        spin = self._ready()
+        for fn in fns.values():
+            for _ in range(warmup):
+                self._once(fn, None, spin)
+        self.torch.cuda.synchronize()
+        got = {name: [] for name in fns}
+        for _ in range(runs):
+            for name, fn in fns.items():
+                got[name].append(self._once(fn, None, spin))
+        self.torch.cuda.synchronize()
+        return {name: self._timing(r, spin) for name, r in got.items()}
+
+    def _ready(self) -> bool:
+        """Whether runs get the clock-measuring spins (the event gap measured first, once)."""
         spin = self.sleep_cycles > 0
         if spin:
             self.spin_gap_ms()
+        return spin
 
-        def once():
-            if setup is not None:
-                setup()
-            if self.cache is not None:
-                self.flush_l2()
-            head = self._spin(self.sleep_cycles) if spin else None
-            s, e = events_around(torch, fn)
-            tail = self._spin(self.sleep_cycles) if spin else None
-            return s, e, head, tail
+    def _once(self, fn, setup, spin):
+        """One prepared run: (start, end) events around ``fn`` and the spins before and after it (or None)."""
+        if setup is not None:
+            setup()
+        if self.cache is not None:
+            self.flush_l2()
+        head = self._spin(self.sleep_cycles) if spin else None
+        s, e = events_around(self.torch, fn)
+        tail = self._spin(self.sleep_cycles) if spin else None
+        return s, e, head, tail
 
-        for _ in range(warmup):
-            once()
-        torch.cuda.synchronize()
-        s, e, _, _ = once()
-        torch.cuda.synchronize()
-        est_ms = max(s.elapsed_time(e), 1e-3)
-        n = int(np.clip(target_s * 1e3 / est_ms, min_runs, max_runs))
-        runs = [once() for _ in range(n)]
-        torch.cuda.synchronize()
+    def _timing(self, runs, spin) -> Timing:
+        """The Timing of completed runs of ``_once``."""
         times = np.array([s.elapsed_time(e) for s, e, _, _ in runs])
         clocks = {}
         if spin:
             for i, side in ((2, "before"), (3, "after")):
                 clocks[side] = self.clock_mhz([r[i][0].elapsed_time(r[i][1]) for r in runs])
         med = lambda x: float(np.nanmedian(x)) if np.isfinite(x).any() else math.nan
-        cycles = times * 1e3 * (clocks["before"] + clocks["after"]) / 2 if spin else np.full(n, np.nan)
-        return Timing(float(np.median(times)), float(np.quantile(times, 0.2)), float(np.quantile(times, 0.8)), n,
-                      clock_before_mhz=med(clocks.get("before", np.nan)),
+        cycles = times * 1e3 * (clocks["before"] + clocks["after"]) / 2 if spin else np.full(len(runs), np.nan)
+        return Timing(float(np.median(times)), float(np.quantile(times, 0.2)), float(np.quantile(times, 0.8)),
+                      len(runs), clock_before_mhz=med(clocks.get("before", np.nan)),
                       clock_after_mhz=med(clocks.get("after", np.nan)), median_cycles=med(cycles))
+
+    def _batch(self, fn, setup, warmup, min_runs, max_runs, target_s) -> Timing:
+        spin = self._ready()
+        for _ in range(warmup):
+            self._once(fn, setup, spin)
+        self.torch.cuda.synchronize()
+        s, e, _, _ = self._once(fn, setup, spin)
+        self.torch.cuda.synchronize()
+        est_ms = max(s.elapsed_time(e), 1e-3)
+        n = int(np.clip(target_s * 1e3 / est_ms, min_runs, max_runs))
+        runs = [self._once(fn, setup, spin) for _ in range(n)]
+        self.torch.cuda.synchronize()
+        return self._timing(runs, spin)
