@@ -3,25 +3,22 @@ tile, 128x64, 4 warps), SDPA flash and SDPA cuDNN on the H100, fp16, d = 128, B 
 such row of the committed datasets (examples/measurements/h100/{fa2_tc,sdpa-flash,sdpa-cudnn}.csv), the ground
 truth the accuracy tables score (fa2_tc's training-split rows included; nothing is fitted to SDPA's). Run from the
 repository root: python examples/figure_tensorcore.py"""
-import csv
+import numpy as np
 
 from perfmodel import api, plot
+from perfmodel.evaluation import dataset
 
 B, H, D, TILE = 32, 16, 128, (128, 64, 4)
 
 
 def rows(kernel, causal):
     """(N, measured ms) of the kernel's B x H, fp16, d = 128 rows (fa2_tc: its default tile), by N."""
-    out = []
-    for r in csv.DictReader(open(f"examples/measurements/h100/{kernel}.csv")):
-        if (int(r["B"]), int(r["H"]), int(r["d"]), r["dtype"]) != (B, H, D, "fp16"):
-            continue
-        if (r["causal"] in ("1", "True", "true")) != causal:
-            continue
-        if kernel == "fa2_tc" and (int(r["Br"]), int(r["Bc"]), int(r["threads"]) // 32) != TILE:
-            continue
-        out.append((int(r["N"]), float(r["median_ms"])))
-    return sorted(out)
+    ms = dataset.load([f"examples/measurements/h100/{kernel}.csv"])[0]
+    c = ms.cols
+    keep = (c["B"] == B) & (c["H"] == H) & (c["d"] == D) & (ms.dtype == "fp16") & (ms.causal == causal)
+    if kernel == "fa2_tc":
+        keep &= (c["Br"] == TILE[0]) & (c["Bc"] == TILE[1]) & (c["threads"] == 32 * TILE[2])
+    return sorted((int(n), float(t) * 1e3) for n, t in zip(c["N"][keep], ms.measured_s[keep]))
 
 
 panels = []
