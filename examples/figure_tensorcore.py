@@ -3,8 +3,6 @@ tile, 128x64, 4 warps), SDPA flash and SDPA cuDNN on the H100, fp16, d = 128, B 
 such row of the committed datasets (examples/measurements/h100/{fa2_tc,sdpa-flash,sdpa-cudnn}.csv), the ground
 truth the accuracy tables score (fa2_tc's training-split rows included; nothing is fitted to SDPA's). Run from the
 repository root: python examples/figure_tensorcore.py"""
-import numpy as np
-
 from perfmodel import api, plot
 from perfmodel.evaluation import dataset
 
