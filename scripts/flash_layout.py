@@ -48,15 +48,21 @@ def listing_rows(lines):
     return rows[head], [r for r in rows[head + 1:] if r and r[0].startswith("0x")]
 
 
+def opcode(row) -> str:
+    """The opcode of an instruction row (listing_rows), predicate and modifiers aside ("" for an empty one)."""
+    words = re.sub(r"^@!?U?P\w+\s+", "", row[1].strip()).split()
+    return words[0].split(".")[0] if words else ""
+
+
 def classes(lines, warps) -> dict:
     """Executed instructions per warp by latency class (CLASSES), from the CSV's lines, over ``warps``."""
     head, body = listing_rows(lines)
     col = head.index("Instructions Executed")
     out = collections.Counter()
     for r in body:
-        words = re.sub(r"^@!?U?P\w+\s+", "", r[1].strip()).split()
-        if words:
-            out[CLASSES.get(words[0].split(".")[0], "alu")] += int(r[col].replace(",", ""))
+        op = opcode(r)
+        if op:
+            out[CLASSES.get(op, "alu")] += int(r[col].replace(",", ""))
     return {k: v / warps for k, v in sorted(out.items())}
 
 

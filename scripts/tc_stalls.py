@@ -14,6 +14,7 @@ import json
 import re
 import sys
 
+import flash_layout
 from flash_layout import listing_rows, listings
 
 SMS = 132          # the H100 SXM's SMs (the launches were profiled there)
@@ -46,8 +47,7 @@ def stalls(sass_text, opcode=None) -> dict:
     cols = {h: i for i, h in enumerate(head) if h.startswith("stall_") and "Not Issued" not in h}
     out = dict.fromkeys((h[len("stall_"):] for h in cols), 0)
     for r in body:
-        words = re.sub(r"^@!?U?P\w+\s+", "", r[1].strip()).split()
-        if opcode is not None and (not words or words[0].split(".")[0] != opcode):
+        if opcode is not None and flash_layout.opcode(r) != opcode:
             continue
         for h, i in cols.items():
             out[h[len("stall_"):]] += int(r[i].replace(",", "") or 0)
