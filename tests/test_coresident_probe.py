@@ -1,6 +1,7 @@
 """One fa2_tc tile timed at one, two, three or four blocks a SM in the same many-wave grid (scripts/probe_coresident.py
 -> examples/measurements/h100/probe/coresident.json; README Known gaps): the record is whole and checked, the model
 sees the same occupancy the launch had, and what the runs show about the model's join holds."""
+import functools
 import json
 from pathlib import Path
 
@@ -26,6 +27,7 @@ class Padded(FA2TC):
         return super().smem_bytes(shape, tiles) + self.extra
 
 
+@functools.lru_cache(maxsize=None)
 def load(key):
     """(key of the launch) -> its record with the model's blocks a SM and prediction, on the GPU it ran on."""
     record = json.loads((DATA / key / "probe" / "coresident.json").read_text())
