@@ -1,12 +1,12 @@
 """How much co-resident fa2_tc blocks hide of one another, tile by tile: the same launch timed with one, two or four
-blocks a SM (README Known gaps: what a second block on the SM hides). The model's join lets a block's latency path
-be hidden only by the other blocks on its SM (``overlap_blocks``); these runs found the p a launch needs following
-the tile more than the blocks, which the join's ``overlap_rows`` now carries. Lone and many-wave rows differ in
-more than the blocks a SM (one round against many, first touches in DRAM against L2 hits), so here only those
-change: the kernel asks for dynamic shared memory it never touches (``extra_smem``), the smallest amount that leaves
-``r`` blocks a SM (cudaOccupancyMaxActiveBlocksPerMultiprocessor), in the same grid. Each launch is first checked
-against the float64 reference on fresh inputs with a poisoned output, then timed as ``perfmodel measure`` times (L2
-flushed, the SM clock measured around each run).
+blocks a SM (README Known gaps: what a second block on the SM hides). The model's join then let a block's latency
+path be hidden only by the other blocks on its SM (a p growing with them, since removed); these runs found the p a
+launch needs following the tile more than the blocks, which the join's ``overlap_rows`` now carries. Lone and
+many-wave rows differ in more than the blocks a SM (one round against many, first touches in DRAM against L2 hits),
+so here only those change: the kernel asks for dynamic shared memory it never touches (``extra_smem``), the smallest
+amount that leaves ``r`` blocks a SM (cudaOccupancyMaxActiveBlocksPerMultiprocessor), in the same grid. Each launch
+is first checked against the float64 reference on fresh inputs with a poisoned output, then timed as ``perfmodel
+measure`` times (L2 flushed, the SM clock measured around each run).
 
 Usage: python3 scripts/probe_coresident.py OUT.json      (the record is rewritten after every launch)"""
 from perfmodel.kernels import get

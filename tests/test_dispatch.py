@@ -104,26 +104,28 @@ def test_trace_records_correct_blocks():
 
 def test_causal_rules_match_traced_fa2_tc_launches():
     """The causal launch over its non-causal twin: within 6% on average of fa2_tc's traced launches of one, two and
-    four blocks per SM and 20% at worst. Round-robin dispatch without the window is off by over 1.35 times as much
-    on average (6.0% against 4.4% with the path costs fitted on the clocked timings; 6.2% against 4.4% before them;
-    8.3% against 4.3% when first written, before the causal miss count and the rule for late heavy blocks mended
-    errors of both)."""
+    four blocks per SM and 20% at worst. Round-robin dispatch without the window is off by more on average: 4.8%
+    against 4.3% since the join's pipes hold only the other warps' work (6.0% against 4.4% before, with the path
+    costs fitted on the clocked timings; 6.2% against 4.4% before them; 8.3% against 4.3% when first written,
+    before the causal miss count and the rule for late heavy blocks mended errors of both). The window itself is
+    the dispatch probe's (the test above)."""
     errs = _ratio_errors(CAL)
     assert len(errs) == 15
     errs = np.array([e for k, e in errs.items() if k != THREE_PER_SM])
     assert errs.mean() <= 0.06 and errs.max() <= 0.20, errs
     no_window = _ratio_errors(dataclasses.replace(CAL, dispatch_window=0))
-    assert np.mean([e for k, e in no_window.items() if k != THREE_PER_SM]) > 1.35 * errs.mean()
+    assert np.mean([e for k, e in no_window.items() if k != THREE_PER_SM]) > 1.08 * errs.mean()
 
 
 def test_causal_rules_at_three_blocks_per_sm():
-    """The instance with three blocks per SM (its registers: fa2_tc.REGS) at the edge of the others' 20% bound:
-    20.2% with the join's p falling with a scheduler's rows of a block (overlap_rows), 19.9% before it, 20.5% before
-    the clocked timings' fit (this test was a strict xfail then). Held here to 21%: the gap behind it is not
-    mended, three blocks per SM run as fast as one (the comment on THREE_PER_SM)."""
+    """The instance with three blocks per SM (its registers: fa2_tc.REGS) within the others' 20% bound: 18.8%
+    since the join's pipes hold only the other warps' work, 20.2% with the join's p falling with a scheduler's rows
+    of a block (overlap_rows), 19.9% before it, 20.5% before the clocked timings' fit (this test was a strict xfail
+    then). The gap behind it is not mended: three blocks per SM run as fast as one (the comment on
+    THREE_PER_SM)."""
     assert int(engine.evaluate(H100, *api.configure("fa2_tc", *THREE_PER_SM[:4], "fp16", False, gpu=H100,
                                                      Br=128, Bc=64, warps=4), CAL).blocks_per_sm) == 3
-    assert _ratio_errors(CAL)[THREE_PER_SM] <= 0.21
+    assert _ratio_errors(CAL)[THREE_PER_SM] <= 0.20
 
 
 def test_trace_of_late_heavy_blocks_records_correct_blocks():

@@ -217,7 +217,8 @@ def test_a_causal_launch_ends_after_its_last_heavy_block():
     c = causal.counts
     light_first = dataclasses.replace(c, block_step=-c.block_step)
     args = (causal.traffic, causal.launch.grid_blocks, causal.launch.threads, causal.blocks_per_sm, spec,
-            cal, k.fit_key, k.serial, k.path_pipes)
+            cal, k.fit_key, k.serial, k.path_pipes, k.pipe_p)
+    assert float(timing.predict(c, *args).time_s) == pytest.approx(float(causal.time_s), rel=1e-6)
     assert float(timing.predict(light_first, *args).time_s) > float(timing.predict(c, *args).time_s)
 
 
@@ -348,42 +349,41 @@ def _with_costs(cal, key, **changes):
     return dataclasses.replace(cal, path_fits=fits)
 
 
-@pytest.mark.parametrize("tiles,shape,blocks", [
-    (fa2_tc.FA2TCTiles(128, 128, 8), (4, 16, 4096, 128, "fp16", False), 1),
-    (fa2_tc.FA2TCTiles(128, 64, 4), (4, 16, 4096, 128, "fp16", False), 2),
-    (fa2_tc.FA2TCTiles(64, 64, 4), (4, 16, 4096, 128, "fp16", True), 2),
-    (fa2_tc.FA2TCTiles(64, 64, 4), (4, 16, 4096, 64, "fp16", False), 4),
-])
-def test_a_blocks_path_is_hidden_by_the_blocks_beside_it(tiles, shape, blocks):
-    """Warps of one block wait at its barriers together: the p joining a block's path and the SM's pipes grows
-    with the share of the SM's warps that other blocks hold, p = overlap * (1 + overlap_blocks * (1 - 1/r)) for r
-    resident blocks. So it is the same as that plain p, a one-block-per-SM launch does not see it, and the
-    committed fit finds it above zero (the data want more overlap with more blocks)."""
+@pytest.mark.parametrize("blocks,warps,sub,shared", [(1, 4, 0, 3 / 4), (2, 4, 1 / 2, 7 / 8), (1, 8, 1 / 2, 7 / 8),
+                                                    (4, 4, 3 / 4, 15 / 16)])
+def test_the_joins_pipes_hold_the_other_warps_work(blocks, warps, sub, shared):
+    """A warp's own work on the path_pipes lies on its path already, so the join's throughput part holds the rest:
+    the path warp is one of the r * W warps' share on its sub-partition (tensor, MUFU, FP32) or on the SM (shared
+    memory). A lone 4-warp block (one warp a scheduler) leaves no other warp's tensor work; resources off the path
+    (issue) and kernels without path_pipes keep all of theirs."""
+    from perfmodel.hw import gpu
+    from perfmodel.model import timing
+
+    spec = gpu.resolve("h100")
+    t = {"tensor": 8.0, "sfu": 4.0, "fp32": 2.0, "smem": 16.0, "issue": 5.0}
+    got = timing.others_work(t, blocks * warps, fa2_tc.FA2TC.path_pipes, spec)
+    assert [got[k] for k in ("tensor", "sfu", "fp32")] == pytest.approx([8 * sub, 4 * sub, 2 * sub])
+    assert got["smem"] == pytest.approx(16 * shared) and got["issue"] == 5.0
+    assert timing.others_work(t, blocks * warps, (), spec) == t
+
+
+def test_a_warps_own_work_lies_on_its_path_at_a_fitted_rate():
+    """``own_path``: the rate at which a warp's own work on the path_pipes lies on its path, in multiples of the
+    SM's. The committed fit (training split) finds it between the SM's rate (1) and the warp's own sub-partition's
+    with none of it overlapping the warp's other work (4): about 2. A lone block's time grows with it."""
     from perfmodel.hw import calibration, gpu
     from perfmodel.model import engine
     from perfmodel.shape import make_shape
 
     spec = gpu.resolve("h100")
     cal = calibration.resolve(spec)
-    costs = cal.path_costs("fa2_tc")
-    alpha, p = costs["overlap_blocks"], costs["overlap"]
-    assert 0.1 < alpha < 2
+    own = cal.path_costs("fa2_tc")["own_path"]
+    assert 1 < own < spec.schedulers_per_sm
+    assert calibration.resolve(spec, use_fits=False).path_costs("fa2_tc")["own_path"] == 1.0
     k = get("fa2_tc")
-
-    def t(c):
-        got = engine.evaluate(spec, k, make_shape(*shape), tiles, c)
-        assert int(got.blocks_per_sm) == blocks
-        return float(got.time_s)
-    plain = t(_with_costs(cal, "fa2_tc", overlap=p * (1 + alpha * (1 - 1 / blocks)), overlap_blocks=0.0))
-    flat = t(_with_costs(cal, "fa2_tc", overlap_blocks=0.0))
-    if not shape[-1]:
-        assert t(cal) == pytest.approx(plain, rel=1e-5)
-    else:          # causal: the last heavy block, when it runs alone, keeps the one-block p
-        assert plain <= t(cal) * (1 + 1e-6) and t(cal) <= flat
-    if blocks == 1:
-        assert t(cal) == pytest.approx(flat, rel=1e-6)
-    else:
-        assert t(cal) < flat
+    shape, tiles = make_shape(1, 1, 8192, 64, "fp16", False), fa2_tc.FA2TCTiles(128, 128, 4)
+    t = lambda c: float(engine.evaluate(spec, k, shape, tiles, c).time_s)
+    assert t(_with_costs(cal, "fa2_tc", own_path=1.0)) < t(cal) < t(_with_costs(cal, "fa2_tc", own_path=4.0))
 
 
 @pytest.mark.parametrize("tiles,d,rows", [

@@ -114,14 +114,16 @@ def test_no_fetch_term_without_a_layout_or_uneven_blocks(name, shape, tiles):
 
 def test_fetch_term_grows_with_the_once_run_code():
     """At B32 H16 d64 causal the ragged launch (84 KiB of once-run code) gains far more than the even one (40 KiB),
-    and the term is bound-relevant: it moves the ragged prediction by over 20%."""
+    and the term is bound-relevant: it moves the ragged prediction by over 20%. (The even one gains 12% since the
+    join's pipes hold only the warps beside the path's, which leaves the issue slots a larger part; 1-5% before.
+    SDPA flash's even causal N = 1024 rows are 1.5% off with the term and 3.6% without, H100.)"""
     cal = calibration.resolve(gpu.resolve("h100"))
     gain = {}
     for N in (1000, 1024):
         kw = dict(dtype="fp16", causal=True, Br=128, Bc=128, warps=4)
         gain[N] = float(evaluate("sdpa-flash", 32, 16, N, 64, cal=cal, **kw).time_s) / float(
             evaluate("sdpa-flash", 32, 16, N, 64, cal=_without_fetch(cal), **kw).time_s)
-    assert gain[1000] > 1.2 and 1.0 <= gain[1024] < 1.05
+    assert gain[1000] > 1.2 and 1.0 <= gain[1024] < 1.15 and gain[1000] - 1 > 4 * (gain[1024] - 1)
 
 
 @pytest.mark.parametrize("gpu_dir", ["h100", "h200"])

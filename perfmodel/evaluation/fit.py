@@ -12,8 +12,9 @@ Levenberg-Marquardt over log-costs, so costs stay positive. It is deterministic:
 reproduces its costs (a test reruns each). Features that grow alike along a kernel's path (fa1's exp, gmem, sync
 and outer steps all scale with the K/V tiles) are nearly collinear: the fit determines their sum on a path, not
 each cost, so individual fitted costs are not to be read as microarchitectural figures. A kernel may also fit
-its own latency/throughput p-norm exponent ("overlap", hw.calibration.FIT_PARAMS) and how it grows with the
-blocks resident on an SM ("overlap_blocks"; a parameter without a value starts at hw.calibration.FIT_START).
+its own latency/throughput p-norm exponent ("overlap", hw.calibration.FIT_PARAMS), how it falls with the rows a
+scheduler holds ("overlap_rows") and the rate of a warp's own work on its path ("own_path"); a parameter without a
+value starts at hw.calibration.FIT_START.
 """
 
 from __future__ import annotations
@@ -64,7 +65,9 @@ def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60
 
     def resid(th):
         costs = dict(zip(features, np.exp(np.clip(th, -20, 20)).tolist()))
-        return np.log(_predict(gpu, cal, train, costs) / meas)
+        # a trial step far out (a p near zero) may overflow: its residuals are not finite and the step is rejected
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return np.log(_predict(gpu, cal, train, costs) / meas)
     lam = 1e-2
     r = resid(theta)
     for _ in range(iters):

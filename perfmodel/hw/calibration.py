@@ -57,7 +57,7 @@ class Calibration:
     def path_costs(self, key: str) -> dict:
         """Cycles per step of each path feature, for the kernel ``key``; and its FIT_PARAMS (``overlap``: the
         calibration's overlap_p unless the kernel's fit holds its own)."""
-        costs = dict(self.path_cycles, overlap=self.overlap_p, overlap_blocks=0.0, overlap_rows=0.0)
+        costs = dict(self.path_cycles, overlap=self.overlap_p, overlap_rows=0.0, own_path=1.0)
         costs.update(self.path_fits.get(key, {}).get("costs", {}))
         return costs
 
@@ -182,12 +182,13 @@ def _number(path, what, v, may_be_zero=False) -> float:
 # what a kernel's fit may hold beside path costs
 FIT_PARAMS = {"overlap": "the p of the p-norm joining a block's path and the SM's pipes, for this kernel "
                          "(default: the calibration's overlap_p)",
-              "overlap_blocks": "how that p grows with the share of an SM's warps in other blocks: with r "
-                                "blocks resident, p = overlap * (1 + this * (1 - 1/r)) (default 0: one p)",
               "overlap_rows": "how that p falls with the query rows each scheduler holds of one block "
-                              "(Counts.sched_rows): p is multiplied by (rows / 16)^-this (default 0: not at all)"}
+                              "(Counts.sched_rows): p is multiplied by (rows / 16)^-this (default 0: not at all)",
+              "own_path": "the rate at which a warp's own work on a kernel's path_pipes lies on its path, in "
+                          "multiples of the SM's rate (default 1; the SM's sub-partitions: its own sub-partition's, "
+                          "with none of it overlapping the warp's other work)"}
 # where a fit starts a FIT_PARAM that has no value yet (0 would be a fixed point of the fit's log-space steps)
-FIT_START = {"overlap_blocks": 0.5, "overlap_rows": 0.3}
+FIT_START = {"overlap_rows": 0.3}
 
 
 def _costs(path, where, costs) -> dict:

@@ -204,7 +204,8 @@ class FA2TC(Kernel):
     arch = ARCH
     # A warp's loop step is one dependent chain: its MMAs wait on its own ldmatrix fragments, its softmax on its
     # MMAs, the next MMAs on its softmax. So a warp's own tensor, MUFU, FP32 and shared-memory work lies on its
-    # latency path (path_pipes); warps overlap one another only through the p-norm (fitted: "overlap"). Chosen on
+    # latency path (path_pipes; at a fitted rate, "own_path"), and the p-norm's throughput part holds the other
+    # warps' work; warps overlap one another only through the p-norm (fitted: "overlap"). Chosen on
     # the training split over "MMA+smem and MUFU+FP32 add as two groups" (12.0% against 10.3% there). The
     # measurements agree: one block per SM spends ~2.5x its pipe time per KV tile (examples/measurements/h100,
     # B*H*N/Br <= 132 rows), and two warps per scheduler gain only 1.2-1.6x over one.
@@ -213,7 +214,7 @@ class FA2TC(Kernel):
     # pipes.json): mma.sync and FFMA add, shared memory and MUFU overlap them, p = 5 reproduces the mixes to 1%.
     serial = (("tensor", "fp32"),)
     pipe_p = 5.0
-    fit_features = ("mma", "fp32", "gmem", "load", "load_miss", "overlap", "overlap_blocks", "overlap_rows")
+    fit_features = ("mma", "fp32", "gmem", "load", "load_miss", "overlap", "overlap_rows", "own_path")
 
     def default_tiles(self, shape=None, gpu=None):
         if shape is not None and int(np.asarray(shape.d)) in DEFAULTS:

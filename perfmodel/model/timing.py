@@ -14,28 +14,28 @@ A round of r blocks costs
 (the fetch row: the issue slots code a block passes through once loses while co-resident blocks of uneven work sit
 elsewhere in it, at the instruction-cache probe's supply, ``fetch_instructions``; it joins the issue row as one part),
 joined by a p-norm, (sum t^p)^(1/p): with few warps the path dominates, with many the pipes do, and in between
-both count; a kernel's fit may let p grow with the blocks on the SM (``overlap_blocks``: a block's warps wait at
-its barriers together, so only the other blocks hide its path) and fall with the query rows each scheduler holds of
-one block (``overlap_rows``, ``Counts.sched_rows``). A kernel whose pipes were measured together (``Kernel.pipe_p``:
+both count; a kernel's fit may let p fall with the query rows each scheduler holds of one block (``overlap_rows``,
+``Counts.sched_rows``). A kernel whose pipes were measured together (``Kernel.pipe_p``:
 the pipe-mix probe's p) joins them by that p first, so the path's p (fitted) governs only how co-resident warps
 hide its latency. A kernel whose warps use some resources one after another, each waiting on the last, names them in
-``Kernel.serial``: the times of the resources in one group add before the group joins the rest (a member
-given as (name, share) adds that share of its time; the rest joins the others; a group naming "latency" adds the
-block's latency path too, for a kernel whose warps wait out that path between their pipe phases). A kernel whose
-warp waits on its own work on some pipes (FlashAttention-2 on tensor cores: a warp's MMAs wait on its ldmatrix
-fragments, its softmax on its MMAs) names them in ``Kernel.path_pipes``: one warp's share of that work joins the
-block's path, and co-resident warps overlap one another only through the p-norm (whose p a kernel's fit may
-hold). Blocks of uneven work (causal grids: ``Counts.block_spread``) cannot finish before the heaviest. The
-chip-wide rows of CHIP_RESOURCES (L2, DRAM) join the SM time the same way. Adding a resource is one row here (and
-the calibration field that prices it). A launch of several kernels (``Counts.launches``) pays the launch cost
-of each, and every launch once the cold start: its first global round trip after the L2 flush of the timing
-(``Calibration.cold_start_cycles``), and the first round's burst: the bytes its blocks fetch from DRAM before
-they compute (``Counts.burst_*``: their Q tiles and first K/V tiles), at the DRAM bandwidth, with nothing to
-overlap them. The DRAM row (``times_s["dram"]``) holds the rest of the DRAM traffic, which does overlap. A GPU
-operation a call queues beside its kernels (``Counts.queued_ops``: cuDNN's memset, split-KV's combine kernel) adds
-what the probe measures a second queued operation to cost (``Calibration.queued_op_s``). A queued kernel's blocks
-(``Kernel.companions``) are timed as a launch of their own that finds its inputs in L2 (``cold=False``), and
-``add`` joins the two.
+``Kernel.serial``: the times of the resources in one group add before the group joins the rest (a member given as
+(name, share) adds that share of its time; the rest joins the others; a group naming "latency" adds the block's
+latency path too, for a kernel whose warps wait out that path between their pipe phases). A kernel whose warp waits
+on its own work on some pipes (FlashAttention-2 on tensor cores: a warp's MMAs wait on its ldmatrix fragments, its
+softmax on its MMAs) names them in ``Kernel.path_pipes``: one warp's share of that work joins the block's path (at
+``own_path`` times the SM's rate, a kernel's fit), and co-resident warps overlap one another only through the p-norm
+(whose p a kernel's fit may hold); the p-norm's throughput part of those resources then holds the work of the warps
+other than the path's own, which the path already carries. Blocks of uneven work (causal grids:
+``Counts.block_spread``) cannot finish before the heaviest. The chip-wide rows of CHIP_RESOURCES (L2, DRAM) join the
+SM time the same way. Adding a resource is one row here (and the calibration field that prices it). A launch of
+several kernels (``Counts.launches``) pays the launch cost of each, and every launch once the cold start: its first
+global round trip after the L2 flush of the timing (``Calibration.cold_start_cycles``), and the first round's burst:
+the bytes its blocks fetch from DRAM before they compute (``Counts.burst_*``: their Q tiles and first K/V tiles), at
+the DRAM bandwidth, with nothing to overlap them. The DRAM row (``times_s["dram"]``) holds the rest of the DRAM
+traffic, which does overlap. A GPU operation a call queues beside its kernels (``Counts.queued_ops``: cuDNN's
+memset, split-KV's combine kernel) adds what the probe measures a second queued operation to cost
+(``Calibration.queued_op_s``). A queued kernel's blocks (``Kernel.companions``) are timed as a launch of their own
+that finds its inputs in L2 (``cold=False``), and ``add`` joins the two.
 """
 
 from __future__ import annotations
@@ -160,6 +160,17 @@ def fetch_instructions(c: Counts, cal: Calibration, grid, slots):
     return np.where(uneven & (once > 0), np.asarray(c.warp_once, dtype=float) * extra * later, 0.0)
 
 
+def others_work(t: dict, warps, path_pipes: tuple, gpu: GPUSpec) -> dict:
+    """The SM resources' cycles ``t`` of ``warps`` co-resident warps less the path warp's own work on the
+    ``path_pipes``, which its latency path already holds: it is one of the warps on its sub-partition (a resource
+    served per sub-partition) or one of those on the SM (shared memory). Other resources are unchanged."""
+    f32 = np.float32
+    warps = np.asarray(warps, dtype=f32)
+    mates = {True: np.maximum(warps / f32(gpu.schedulers_per_sm), f32(1)), False: np.maximum(warps, f32(1))}
+    sub = {res.name: res.per_subpartition for res in SM_RESOURCES if res.name in path_pipes}
+    return {k: (v * (f32(1) - f32(1) / mates[sub[k]]) if k in sub else v) for k, v in t.items()}
+
+
 def path_cycles(c: Counts, costs: dict):
     """One block's latency path in cycles."""
     return sum(c.path(f) * costs[f] for f in PATH_FEATURES)
@@ -197,9 +208,11 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     costs = cal.path_costs(fit_key)
     # the path without its loads; a warp's own work on the path_pipes lies on it too (it waits on it)
     lat0 = np.asarray(path_cycles(c, {**costs, "load": 0.0, "load_miss": 0.0}), dtype=f32)
+    # (at ``own_path`` times the SM's rate: 1 is all the SM's sub-partitions at one warp's service, the number of
+    # sub-partitions its own one's with none of it overlapping the warp's other work; a kernel's fit)
     for work, cyc, res in per_block:
         if res.name in path_pipes:
-            lat0 = lat0 + work / warps_per_block * cyc
+            lat0 = lat0 + work / warps_per_block * cyc * f32(costs["own_path"] if res.per_subpartition else 1)
     # A load that every resident block issues together and that misses L2 cannot complete before DRAM has delivered
     # the distinct tiles of all of them: such an in-step miss costs at least that step's bytes at the DRAM bandwidth
     # (K or V: half of a step's K/V bytes).
@@ -220,11 +233,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     # misses walk in step
     lat = block_path(c.path_load, c.path_load_miss, np.maximum(np.asarray(c.path_load_miss, dtype=f32) - 2, 0))
     p_sm = costs["overlap"]                      # the calibration's, unless a kernel's fit holds its own
-    # Warps of one block wait at its barriers together, so a block's path is hidden only by the work of the other
-    # blocks beside it: with ``overlap_blocks`` (a kernel's fit) the p grows with their share of the SM's warps,
-    # (r - 1) / r of r co-resident blocks: p = overlap * (1 + overlap_blocks * (1 - 1/r))
-    p_blocks = f32(costs["overlap_blocks"])
-    # ... and falls with the query rows each scheduler holds of one block (``overlap_rows``, a kernel's fit): the
+    # The p falls with the query rows each scheduler holds of one block (``overlap_rows``, a kernel's fit): the
     # co-residence probe (probe/coresident.json) finds one 4-warp block of 64 rows needing a higher p than one of
     # 128 rows or of 8 warps, whatever the blocks beside it
     rows = np.asarray(c.sched_rows, dtype=f32)
@@ -249,10 +258,11 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
 
     def join(t, path, r):
         """Cycles of ``r`` co-resident blocks whose SM resources need ``t`` together, each waiting ``path``."""
+        t = others_work(t, r * warps_per_block, path_pipes, gpu)
         parts = _joined({**t, "latency": path} if path_serial else t)
         if pipe_p:
             parts = [_pnorm(parts, pipe_p)]
-        p = p_sm * (1 + p_blocks * (1 - 1 / np.maximum(r, f32(1)))) if p_blocks else p_sm
+        p = p_sm
         if p_rows is not None:
             p = p * p_rows
         return _pnorm(parts if path_serial else [*parts, path], p)
