@@ -353,9 +353,9 @@ def _with_costs(cal, key, **changes):
                                                     (4, 4, 3 / 4, 15 / 16)])
 def test_the_joins_pipes_hold_the_other_warps_work(blocks, warps, sub, shared):
     """A warp's own work on the path_pipes lies on its path already, so the join's throughput part holds the rest:
-    the path warp is one of the r * W warps' share on its sub-partition (tensor, MUFU, FP32) or on the SM (shared
-    memory). A lone 4-warp block (one warp a scheduler) leaves no other warp's tensor work; resources off the path
-    (issue) and kernels without path_pipes keep all of theirs."""
+    of the r * W warps, the path warp is one of those on its sub-partition (tensor, MUFU, FP32) or one of all on
+    the SM (shared memory). A lone 4-warp block (one warp a scheduler) leaves no other warp's tensor work;
+    resources off the path (issue) and kernels without path_pipes keep all of theirs."""
     from perfmodel.hw import gpu
     from perfmodel.model import timing
 

@@ -13,27 +13,27 @@ A round of r blocks costs
 
 (the fetch row: the issue slots code a block passes through once loses while co-resident blocks of uneven work sit
 elsewhere in it, at the instruction-cache probe's supply, ``fetch_instructions``; it joins the issue row as one part),
-joined by a p-norm, (sum t^p)^(1/p): with few warps the path dominates, with many the pipes do, and in between
-both count; a kernel's fit may let p fall with the query rows each scheduler holds of one block (``overlap_rows``,
-``Counts.sched_rows``). A kernel whose pipes were measured together (``Kernel.pipe_p``:
-the pipe-mix probe's p) joins them by that p first, so the path's p (fitted) governs only how co-resident warps
-hide its latency. A kernel whose warps use some resources one after another, each waiting on the last, names them in
-``Kernel.serial``: the times of the resources in one group add before the group joins the rest (a member given as
-(name, share) adds that share of its time; the rest joins the others; a group naming "latency" adds the block's
-latency path too, for a kernel whose warps wait out that path between their pipe phases). A kernel whose warp waits
-on its own work on some pipes (FlashAttention-2 on tensor cores: a warp's MMAs wait on its ldmatrix fragments, its
-softmax on its MMAs) names them in ``Kernel.path_pipes``: one warp's share of that work joins the block's path (at
-``own_path`` times the SM's rate, a kernel's fit), and co-resident warps overlap one another only through the p-norm
-(whose p a kernel's fit may hold); the p-norm's throughput part of those resources then holds the work of the warps
-other than the path's own, which the path already carries. Blocks of uneven work (causal grids:
-``Counts.block_spread``) cannot finish before the heaviest. The chip-wide rows of CHIP_RESOURCES (L2, DRAM) join the
-SM time the same way. Adding a resource is one row here (and the calibration field that prices it). A launch of
-several kernels (``Counts.launches``) pays the launch cost of each, and every launch once the cold start: its first
-global round trip after the L2 flush of the timing (``Calibration.cold_start_cycles``), and the first round's burst:
-the bytes its blocks fetch from DRAM before they compute (``Counts.burst_*``: their Q tiles and first K/V tiles), at
-the DRAM bandwidth, with nothing to overlap them. The DRAM row (``times_s["dram"]``) holds the rest of the DRAM
-traffic, which does overlap. A GPU operation a call queues beside its kernels (``Counts.queued_ops``: cuDNN's
-memset, split-KV's combine kernel) adds what the probe measures a second queued operation to cost
+joined by a p-norm, (sum t^p)^(1/p): with few warps the path dominates, with many the pipes do, and in between both
+count; a kernel's fit may let p fall with the query rows each scheduler holds of one block (``overlap_rows``,
+``Counts.sched_rows``). A kernel whose pipes were measured together (``Kernel.pipe_p``: the pipe-mix probe's p)
+joins them by that p first, so the path's p (fitted) governs only how co-resident warps hide its latency. A kernel
+whose warps use some resources one after another, each waiting on the last, names them in ``Kernel.serial``: the
+times of the resources in one group add before the group joins the rest (a member given as (name, share) adds that
+share of its time; the rest joins the others; a group naming "latency" adds the block's latency path too, for a
+kernel whose warps wait out that path between their pipe phases). A kernel whose warp waits on its own work on some
+pipes (FlashAttention-2 on tensor cores: a warp's MMAs wait on its ldmatrix fragments, its softmax on its MMAs)
+names them in ``Kernel.path_pipes``: one warp's share of that work joins the block's path (at ``own_path`` times the
+SM's rate, a kernel's fit), and co-resident warps overlap one another only through the p-norm (whose p a kernel's
+fit may hold); the p-norm's throughput part of those resources then holds the work of the warps other than the
+path's own, which the path already carries. Blocks of uneven work (causal grids: ``Counts.block_spread``) cannot
+finish before the heaviest. The chip-wide rows of CHIP_RESOURCES (L2, DRAM) join the SM time the same way. Adding a
+resource is one row here (and the calibration field that prices it). A launch of several kernels
+(``Counts.launches``) pays the launch cost of each, and every launch once the cold start: its first global round
+trip after the L2 flush of the timing (``Calibration.cold_start_cycles``), and the first round's burst: the bytes
+its blocks fetch from DRAM before they compute (``Counts.burst_*``: their Q tiles and first K/V tiles), at the DRAM
+bandwidth, with nothing to overlap them. The DRAM row (``times_s["dram"]``) holds the rest of the DRAM traffic,
+which does overlap. A GPU operation a call queues beside its kernels (``Counts.queued_ops``: cuDNN's memset,
+split-KV's combine kernel) adds what the probe measures a second queued operation to cost
 (``Calibration.queued_op_s``). A queued kernel's blocks (``Kernel.companions``) are timed as a launch of their own
 that finds its inputs in L2 (``cold=False``), and ``add`` joins the two.
 """
@@ -208,8 +208,8 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     costs = cal.path_costs(fit_key)
     # the path without its loads; a warp's own work on the path_pipes lies on it too (it waits on it)
     lat0 = np.asarray(path_cycles(c, {**costs, "load": 0.0, "load_miss": 0.0}), dtype=f32)
-    # (at ``own_path`` times the SM's rate: 1 is all the SM's sub-partitions at one warp's service, the number of
-    # sub-partitions its own one's with none of it overlapping the warp's other work; a kernel's fit)
+    # (at ``own_path`` times the SM's rate, a kernel's fit: 1 would be every sub-partition serving the one warp;
+    # schedulers_per_sm, its own sub-partition alone with none of that work overlapping the warp's other work)
     for work, cyc, res in per_block:
         if res.name in path_pipes:
             lat0 = lat0 + work / warps_per_block * cyc * f32(costs["own_path"] if res.per_subpartition else 1)
