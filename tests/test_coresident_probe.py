@@ -74,13 +74,14 @@ def gain(runs, tile, causal, hi, lo=1, of="time_ms"):
 def test_a_second_block_hides_less_of_the_first_than_the_model_says_at_d128(runs, causal):
     """From one block a SM to two the d = 128 4-warp tiles gain 1.26-1.40x. The model (its join's pipes hold the
     warps beside the path's, its p falls with the rows a scheduler holds of a block) gives the non-causal launches
-    1.37-1.47x, still 0.07-0.16 too much, and the causal ones within 0.06. The d = 64 64x64/4w tile gains within 6%
-    of what the model gives, from one block to two and to four (4-5% short)."""
+    1.40-1.50x, still 0.09-0.17 too much, and the causal ones within 0.08 (0.02-0.07; within 0.06 before a warp's
+    row tiles shared their softmax chains, fa2_tc's path counts). The d = 64 64x64/4w tile gains within 6% of what
+    the model gives, from one block to two and to four (3% short)."""
     for tile in ((128, 64, 64, 4), (128, 128, 64, 4), (128, 64, 128, 4)):
         measured, model = gain(runs, tile, causal, 2), gain(runs, tile, causal, 2, of="predicted_ms")
         assert 1.2 < measured < 1.42, (tile, measured)
         if causal:
-            assert abs(model - measured) < 0.06, (tile, measured, model)
+            assert abs(model - measured) < 0.08, (tile, measured, model)
         else:
             assert 0.05 < model - measured < 0.2, (tile, measured, model)
     if not causal:
@@ -90,23 +91,24 @@ def test_a_second_block_hides_less_of_the_first_than_the_model_says_at_d128(runs
 
 
 def test_the_model_on_the_forced_occupancies(runs):
-    """Nothing fitted to these runs: over the 30 launches the model is off by 6.5% on average, 21% at worst (6.3%
-    and 21% with a p that grew with the blocks too, 9.0% and 33% with a p that grew with the blocks alone). One
-    4-warp block a SM (non-causal) is still the worst: 9-21% slow but for d = 64 64x64/4w (within 2%); the
-    8-warp 128x128 tile, one block a SM anyway, within 7%."""
+    """Nothing fitted to these runs: over the 30 launches the model is off by 6.6% on average, 22% at worst (6.5%
+    and 21% before a warp's row tiles shared their softmax chains; 6.3% and 21% with a p that grew with the blocks
+    too, 9.0% and 33% with a p that grew with the blocks alone). One 4-warp block a SM (non-causal) is still the
+    worst: 12-22% slow but for d = 64 64x64/4w (within 2%); the 8-warp 128x128 tile, one block a SM anyway, within
+    8% (7.4% non-causal)."""
     err = {k: r["predicted_ms"] / r["time_ms"] - 1 for k, r in runs.items()}
-    assert np.mean(np.abs(list(err.values()))) < 0.07 and max(np.abs(list(err.values()))) < 0.22
+    assert np.mean(np.abs(list(err.values()))) < 0.07 and max(np.abs(list(err.values()))) < 0.23
     lone = [e for k, e in err.items() if k[-1] == 1 and not k[4] and k[3] == 4]
-    assert len(lone) == 6 and max(lone) < 0.22 and sorted(lone)[1] > 0.05
+    assert len(lone) == 6 and max(lone) < 0.23 and sorted(lone)[1] > 0.05
     assert abs(err[(64, 64, 64, 4, False, 1)]) < 0.02
-    assert abs(err[(128, 128, 128, 8, False, 1)]) < 0.07 and abs(err[(128, 128, 128, 8, True, 1)]) < 0.07
+    assert abs(err[(128, 128, 128, 8, False, 1)]) < 0.08 and abs(err[(128, 128, 128, 8, True, 1)]) < 0.08
 
 
 def test_the_model_on_the_h200s_forced_occupancies(runs_h200):
-    """The same launches on the H200, whose timings nothing is fitted to: 5.7% on average and 17% at worst (5.4%
-    with a p that grew with the blocks too, 7.9% and 28% before overlap_rows); one 4-warp block a SM is again the
-    worst case (up to 17% slow)."""
+    """The same launches on the H200, whose timings nothing is fitted to: 5.7% on average and 18% at worst (5.7% and
+    17% before a warp's row tiles shared their softmax chains; 5.4% with a p that grew with the blocks too, 7.9%
+    and 28% before overlap_rows); one 4-warp block a SM is again the worst case (up to 18% slow)."""
     err = {k: r["predicted_ms"] / r["time_ms"] - 1 for k, r in runs_h200.items()}
-    assert np.mean(np.abs(list(err.values()))) < 0.06 and max(np.abs(list(err.values()))) < 0.18
+    assert np.mean(np.abs(list(err.values()))) < 0.06 and max(np.abs(list(err.values()))) < 0.19
     lone = [e for k, e in err.items() if k[-1] == 1 and not k[4] and k[3] == 4]
     assert max(lone) == max(err.values())

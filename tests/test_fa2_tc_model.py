@@ -248,6 +248,24 @@ def test_a_warps_own_pipe_work_lies_on_its_path():
     assert (c + dataclasses.replace(c, block_spread=3)).block_spread == 3
 
 
+@pytest.mark.parametrize("d", [64, 128])
+def test_a_warp_of_two_row_tiles_exposes_half_a_chain_a_tile(d):
+    """The softmax and MMA chains on a block's path: a warp holding two row tiles (128 rows, 4 warps) runs two
+    independent chains interleaved, so it exposes half a chain a KV tile; one of 16 rows (8 warps) a whole one.
+    The tile loop's barriers and loads are the block's and do not halve."""
+    o = {"tile": 0, "kstep": 0, "mask_elem": 0}
+    two, one = (fa2_tc.head_counts_fa2(4096, d, 128, 64, w, False, 2, o) for w in (4, 8))
+    tiles = 4096 / 64
+    assert float(one.path_fp32) == tiles * (4 * 8 + 4) and float(one.path_mma) == tiles * (d // 16 + 4)
+    for f in ("path_fp32", "path_mma", "path_shfl", "path_sfu"):
+        assert float(getattr(two, f)) == pytest.approx(float(getattr(one, f)) / 2), f
+    for f in ("path_sync", "path_load_miss", "path_gmem"):
+        assert float(getattr(two, f)) == float(getattr(one, f)), f
+    # a tile too short for its warps (no row tile a warp) is masked elsewhere; its counts stay finite
+    short = fa2_tc.head_counts_fa2(4096, d, 64, 64, 8, False, 2, o)
+    assert np.isfinite(float(short.path_fp32))
+
+
 def test_tile_loads_on_the_path_miss_l2_in_step_and_hit_it_along_the_diagonal():
     """Single-buffered K/V: each KV tile's K and V loads lie on a block's path. Without a mask a head's blocks walk
     the same tiles in step, so every load is a first touch (load_miss); causal blocks start at their own diagonal

@@ -143,8 +143,12 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
     nd = N * d * dtype_bytes
     # the latency path of one block (average over the head's blocks): per KV tile, the QK^T accumulation chain
     # (KQ dependent mma steps), the row max (2 shuffles after a chain of 2*NS FMNMX), the exponentials, the row
-    # sum and the PV chain (KP steps); two barriers; the first K/V tile's global round trip
+    # sum and the PV chain (KP steps); two barriers; the first K/V tile's global round trip. A warp holding MT row
+    # tiles runs MT such chains, independent of one another, and the compiler interleaves them: while one waits
+    # on a dependent step, the others' instructions issue, and that issue is on the path already (the warp's own
+    # pipe work, timing's path_pipes). So a KV tile exposes one chain's steps in MT: 1/MT of a chain each.
     tiles_b = tiles_h / blocks_h
+    exposed = tiles_b / np.maximum(MT, 1)              # (MT = 0: a tile too short for its warps, masked)
     spread = cdiv(cdiv(N, Bc), splits) / tiles_b        # causal: the last Q tile's block sees every key
     # causal: consecutive Q tiles differ by Br/Bc key tiles (a split block by its share of that); split-KV
     # launches dispatch a head's Q tiles once per split, so the pattern repeats every qblocks_h blocks
@@ -175,8 +179,8 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
         l2_write_bytes=nd + accum,
         dram_read_once=3 * nd, dram_read_reuse=np.maximum(tiles_h * 2 * Bc * d * dtype_bytes - 2 * nd, 0),
         reuse_live_bytes=2 * nd, dram_write_once=nd,
-        path_mma=tiles_b * (KQ + KP), path_fp32=tiles_b * (4 * NS + 4), path_shfl=tiles_b * 2,
-        path_sfu=tiles_b * 2, path_sync=tiles_b * 2 + 1, path_gmem=1 + 0 * N,
+        path_mma=exposed * (KQ + KP), path_fp32=exposed * (4 * NS + 4), path_shfl=exposed * 2,
+        path_sfu=exposed * 2, path_sync=tiles_b * 2 + 1, path_gmem=1 + 0 * N,
         path_load=miss_free, path_load_miss=tiles_b * 2 - miss_free,
         # the query rows each scheduler holds of one block (the join's p falls with them: overlap_rows)
         sched_rows=Br / np.minimum(W, 4) + 0 * tiles_b,
