@@ -145,8 +145,8 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
     # (KQ dependent mma steps), the row max (2 shuffles after a chain of 2*NS FMNMX), the exponentials, the row
     # sum and the PV chain (KP steps); two barriers; the first K/V tile's global round trip. A warp holding MT row
     # tiles runs MT such chains, independent of one another, and the compiler interleaves them: while one waits
-    # on a dependent step, the others' instructions issue, and that issue is on the path already (the warp's own
-    # pipe work, timing's path_pipes). So a KV tile exposes one chain's steps in MT: 1/MT of a chain each.
+    # on a dependent step, the others' MMAs, exponentials and FP32 work run, and that work is on the path already
+    # (the warp's own pipe work: timing's path_pipes). So the path counts 1/MT of a chain per KV tile.
     tiles_b = tiles_h / blocks_h
     exposed = tiles_b / np.maximum(MT, 1)              # (MT = 0: a tile too short for its warps, masked)
     spread = cdiv(cdiv(N, Bc), splits) / tiles_b        # causal: the last Q tile's block sees every key
