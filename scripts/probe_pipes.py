@@ -2,7 +2,7 @@
 csrc/probe.cu probe_mix_kernel): SM cycles per loop iteration for single instruction classes (mma.sync, ldmatrix.x4,
 ldmatrix.x4.trans, MUFU.EX2, FFMA) and for their mixes, at 1, 2 and 4 warps per scheduler. From it: the SM cycles
 one ldmatrix.x4 costs, and whether the pipes' times add or overlap. Usage: python3 scripts/probe_pipes.py OUT.json"""
-from perfmodel.measure import build, probe
+from perfmodel.measure import probe
 
 # (name, n_mma, n_ldsm, n_ex2, n_ffma, trans) per warp per iteration
 MIXES = [
@@ -20,12 +20,7 @@ WARPS = (4, 8, 16)
 
 
 def main(out_path):
-    torch = build.require_torch()
-    tool = build.check_toolchain(torch)
-    ext = build.load()
-    props = torch.cuda.get_device_properties(0)
-    sm = props.multi_processor_count
-    cycles = torch.zeros(sm, dtype=torch.int64, device="cuda")
+    torch, tool, ext, sm, cycles = probe.script_setup()
     sink = torch.zeros(1, device="cuda")
     iters = 256
     res = {}
