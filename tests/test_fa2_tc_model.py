@@ -183,14 +183,17 @@ def test_a_causal_grid_of_one_round_waits_for_its_heaviest_block():
     tiles in L2 (fetched by the blocks that start at them), while the non-causal blocks of a head all wait on DRAM
     together. Measured causal/non-causal at B=H=1, N=8192, fp16 (examples/measurements/h100/fa2_tc.csv): 1.011
     (d128 128x128/8w), 0.981 (d128 128x64/4w), 0.783 (d128 64x64/4w), 0.576 (d64 64x64/4w); the unclocked run
-    before it: 1.008, 0.955, 0.789, 0.575. The fewer the pipe cycles per tile, the more the DRAM waits weigh."""
+    before it: 1.008, 0.955, 0.789, 0.575. The fewer the pipe cycles per tile, the shorter the phases that hide the
+    non-causal blocks' DRAM misses, and the more those weigh. The model: 0.954, 0.911, 0.779, 0.611, within 8%
+    (0.930, 0.867, 0.806, 0.733 before the in-step misses waited out what their phases leave: 27% off at d64)."""
+    measured = {(128, 128, 128, 8): 1.011, (128, 128, 64, 4): 0.981, (128, 64, 64, 4): 0.783, (64, 64, 64, 4): 0.576}
     ratios = {}
-    for d, Br, Bc, w in ((128, 128, 128, 8), (128, 128, 64, 4), (128, 64, 64, 4), (64, 64, 64, 4)):
+    for d, Br, Bc, w in measured:
         kw = dict(gpu="h100", kernel="fa2_tc", B=1, H=1, d=d, Br=Br, Bc=Bc, warps=w, dtype="fp16")
         causal = api.predict(N=8192, causal=True, **kw)        # at most 128 blocks: fewer than SMs
         assert causal.prediction.counts.block_spread > 1.9
         ratios[(d, Br, Bc, w)] = causal.time_s / api.predict(N=8192, causal=False, **kw).time_s
-    assert all(0.7 < r < 1.05 for r in ratios.values()), ratios
+    assert all(abs(r / measured[k] - 1) < 0.08 for k, r in ratios.items()), ratios
     assert list(ratios.values()) == sorted(ratios.values(), reverse=True), ratios
     kw = dict(gpu="h100", kernel="fa2_tc", B=1, H=1, d=128, Br=128, Bc=64, warps=4, dtype="fp16")
     many = dict(kw, B=32, H=16)                                 # many waves: the mean holds, about half the time
@@ -264,6 +267,53 @@ def test_a_warp_of_two_row_tiles_exposes_half_a_chain_a_tile(d):
     # a tile too short for its warps (no row tile a warp) is masked elsewhere; its counts stay finite
     short = fa2_tc.head_counts_fa2(4096, d, 64, 64, 8, False, 2, o)
     assert np.isfinite(float(short.path_fp32))
+
+
+def _load_wait_per_tile(B, H, N, d, Br, Bc, warps, **costs):
+    """(What a block of a one-round launch waits on its K/V loads a KV tile, the flat floor 2 x load_miss): its
+    latency path less the same path with every load free, under the shipped fit with ``costs`` replaced."""
+    import dataclasses
+
+    from perfmodel.hw import calibration, gpu
+    from perfmodel.model import engine
+
+    spec = gpu.resolve("h100")
+    cal = calibration.resolve(spec)
+    fit = {**cal.path_costs("fa2_tc"), **costs}
+
+    def latency(c):
+        k, shape, t = api.configure("fa2_tc", B, H, N, d, "fp16", False, gpu=spec, Br=Br, Bc=Bc, warps=warps)
+        fits = dict(cal.path_fits, fa2_tc={"costs": c})
+        p = engine.evaluate(spec, k, shape, t, dataclasses.replace(cal, path_fits=fits))
+        assert p.launch.grid_blocks <= spec.sm_count * p.blocks_per_sm          # one round
+        return float(p.timing.times_s["latency"]) * spec.clock_hz
+
+    free = latency({**fit, "load": 0.0, "load_miss": 0.0, "miss_latency": 0.0})
+    return (latency(fit) - free) / (N / Bc), 2 * fit["load_miss"]
+
+
+def test_an_in_step_miss_waits_what_its_phases_leave_of_its_latency():
+    """Each KV tile's V load is issued before the S phase and the next K before the PV phase (fa2_tc.cu, steps 2
+    and 7): a non-causal block's miss, in step with its head's other blocks, waits out miss_latency less the phase
+    it overlaps, and at least load_miss. Nsight Compute's long-scoreboard stalls of lone launches (B1 H1 N8192,
+    tc_sass/stalls_per_tile.json, nothing fitted to them) order the 4-warp tiles the same way: 910 cycles a tile at
+    d = 64 64x64, 483 at d = 128 64x64, 70-125 at the 128-row tiles, whose long phases leave only the floor. The
+    model waits 1,090, 790 and the floor (490): it orders them alike, but over-prices the middle one and the floor."""
+    short, floor = _load_wait_per_tile(1, 1, 8192, 64, 64, 64, 4)
+    mid, _ = _load_wait_per_tile(1, 1, 8192, 128, 64, 64, 4)
+    long64, _ = _load_wait_per_tile(1, 1, 8192, 64, 128, 128, 4)
+    long128, _ = _load_wait_per_tile(1, 1, 8192, 128, 128, 64, 4)
+    assert short > mid > floor and short == pytest.approx(910, rel=0.25)
+    # (the path with free loads still holds the DRAM step time of an in-step miss, a few cycles: rel=0.05)
+    assert long64 == pytest.approx(floor, rel=0.05) and long128 == pytest.approx(floor, rel=0.05)
+    # without a fitted latency every miss costs its flat cost; a longer latency is waited out where phases are short
+    flat, floor = _load_wait_per_tile(1, 1, 8192, 64, 64, 64, 4, miss_latency=0.0)
+    assert flat == pytest.approx(floor, rel=0.05)
+    longer, _ = _load_wait_per_tile(1, 1, 8192, 64, 64, 64, 4, miss_latency=2000.0)
+    assert longer > short
+    # co-resident blocks stretch the phases: four blocks a SM (B1 H16 N2048, one round) wait less than one
+    crowded, _ = _load_wait_per_tile(1, 16, 2048, 64, 64, 64, 4)
+    assert crowded < short
 
 
 def test_tile_loads_on_the_path_miss_l2_in_step_and_hit_it_along_the_diagonal():

@@ -57,7 +57,7 @@ class Calibration:
     def path_costs(self, key: str) -> dict:
         """Cycles per step of each path feature, for the kernel ``key``; and its FIT_PARAMS (``overlap``: the
         calibration's overlap_p unless the kernel's fit holds its own)."""
-        costs = dict(self.path_cycles, overlap=self.overlap_p, overlap_rows=0.0, own_path=1.0)
+        costs = dict(self.path_cycles, overlap=self.overlap_p, overlap_rows=0.0, own_path=1.0, miss_latency=0.0)
         costs.update(self.path_fits.get(key, {}).get("costs", {}))
         return costs
 
@@ -186,9 +186,14 @@ FIT_PARAMS = {"overlap": "the p of the p-norm joining a block's path and the SM'
                               "(Counts.sched_rows): p is multiplied by (rows / 16)^-this (default 0: not at all)",
               "own_path": "the rate at which a warp's own work on a kernel's path_pipes lies on its path, in "
                           "multiples of the SM's rate (default 1; the SM's sub-partitions: its own sub-partition's, "
-                          "with none of it overlapping the warp's other work)"}
-# where a fit starts a FIT_PARAM that has no value yet (0 would be a fixed point of the fit's log-space steps)
-FIT_START = {"overlap_rows": 0.3}
+                          "with none of it overlapping the warp's other work)",
+              "miss_latency": "cycles from issuing a tile load that misses L2 to its arrival, of which a block waits "
+                              "what the phase the load overlaps does not cover, and at least load_miss "
+                              "(Counts.load_steps; default 0: every miss costs load_miss)"}
+# where a fit starts a FIT_PARAM that has no value yet (0 would be a fixed point of the fit's log-space steps);
+# miss_latency: the crowd probe's copy-and-wait of a 16 KB tile from DRAM, one block an SM, on the H100: 1,387-1,476
+# cycles (examples/measurements/h100/probe/crowd.json)
+FIT_START = {"overlap_rows": 0.3, "miss_latency": 1400.0}
 
 
 def _costs(path, where, costs) -> dict:

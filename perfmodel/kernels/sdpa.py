@@ -326,7 +326,8 @@ class SDPACudnn(_SDPA):
         # sdpa_calls.json): a second GPU operation queued in the call
         return dataclasses.replace(c, queued_ops=1, warp_wgmma=c.warp_mma, warp_mma=0 * c.warp_mma, warp_ldsm=0 * ld,
                                    smem_ld_wavefronts=4 * ld, smem_ld_bytes=512 * ld,
-                                   path_load=0 * c.path_load, path_load_miss=0 * c.path_load_miss)
+                                   path_load=0 * c.path_load, path_load_miss=0 * c.path_load_miss,
+                                   load_steps=0 * c.path_load_miss)
 
     def smem_bytes(self, shape, tiles):
         """The launch's shared memory at its own 128 x 128 tiles (K/V stages beyond one tile each); else one Q and

@@ -7,9 +7,10 @@ A round of r blocks costs
                 sub-partitions that have warps: min(warps, 4) / 4);
     latency:    one block's critical path (its slowest warp): the path features of Counts, each times its
                 cost in cycles (calibration.path_costs); a load all resident blocks issue together that misses
-                L2 waits at least for DRAM to deliver every block's tile; in rounds after the first, the loads
+                L2 waits at least for DRAM to deliver every block's tile, and what the phase it overlaps leaves
+                of its latency (``miss_latency``, ``Counts.load_steps``); in rounds after the first, the loads
                 that missed L2 in the first may hit where the block's head began in an earlier round
-                (``Counts.later_miss_share``);
+                (``Counts.later_miss_share``), and those that still miss no longer walk in step;
 
 (the fetch row: the issue slots code a block passes through once loses while co-resident blocks of uneven work sit
 elsewhere in it, at the instruction-cache probe's supply, ``fetch_instructions``; it joins the issue row as one part),
@@ -210,9 +211,9 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     lat0 = np.asarray(path_cycles(c, {**costs, "load": 0.0, "load_miss": 0.0}), dtype=f32)
     # (at ``own_path`` times the SM's rate, a kernel's fit: 1 would be every sub-partition serving the one warp;
     # schedulers_per_sm, its own sub-partition alone with none of that work overlapping the warp's other work)
-    for work, cyc, res in per_block:
-        if res.name in path_pipes:
-            lat0 = lat0 + work / warps_per_block * cyc * f32(costs["own_path"] if res.per_subpartition else 1)
+    own = {res.name: work / warps_per_block * cyc * f32(costs["own_path"] if res.per_subpartition else 1)
+           for work, cyc, res in per_block if res.name in path_pipes}
+    lat0 = (lat0 + sum(own.values())).astype(f32)
     # A load that every resident block issues together and that misses L2 cannot complete before DRAM has delivered
     # the distinct tiles of all of them: such an in-step miss costs at least that step's bytes at the DRAM bandwidth
     # (K or V: half of a step's K/V bytes).
@@ -224,14 +225,6 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     step_cycles = dram_cycles(kv_bytes / 2)
     in_step_cost = np.maximum(f32(costs["load_miss"]), step_cycles)
 
-    def block_path(hits, misses, in_step):
-        """One block's path with ``hits`` loads found in L2 and ``misses`` not, ``in_step`` of them in step."""
-        return (lat0 + hits * f32(costs["load"]) + (misses - in_step) * f32(costs["load_miss"])
-                + in_step * in_step_cost).astype(f32)
-
-    # the first round: its first tile's K and V are the burst (priced once per launch, below); the rest of its
-    # misses walk in step
-    lat = block_path(c.path_load, c.path_load_miss, np.maximum(np.asarray(c.path_load_miss, dtype=f32) - 2, 0))
     p_sm = costs["overlap"]                      # the calibration's, unless a kernel's fit holds its own
     # The p falls with the query rows each scheduler holds of one block (``overlap_rows``, a kernel's fit): the
     # co-residence probe (probe/coresident.json) finds one 4-warp block of 64 rows needing a higher p than one of
@@ -269,11 +262,13 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
 
     # The blocks of later rounds: the loads that miss in the first round may be found in L2, fetched by blocks of
     # their head dispatched before them (Counts.later_miss_share of those still miss). Only a block whose head began
-    # in an earlier round finds anything. Rounds of even work end, and so start, together: a head whose blocks all
-    # start within the round walks its tiles in step, as in the first round. A round of ``slots`` consecutive blocks
-    # shares one head with the round before it: hb / (2 slots) of its blocks on average when a head is shorter than
-    # a round, all but slots / (2 hb) when longer. Blocks of uneven work (causal) end, and so start, one at a time:
-    # none walks in step, and the head-mates dispatched before a block have started.
+    # in an earlier round finds anything. A round of ``slots`` consecutive blocks shares one head with the round
+    # before it: hb / (2 slots) of its blocks on average when a head is shorter than a round, all but slots / (2 hb)
+    # when longer. Blocks of uneven work (causal) end, and so start, one at a time: the head-mates dispatched before
+    # a block have started. Later rounds of even work do not walk in step either: traced (probe/fa2_tc_trace.json),
+    # the starts of a non-causal launch's second and later rounds spread over 0.6-5.5 us between their 10th and
+    # 90th percentiles (1,200-11,000 cycles, against a miss's latency of about 1,100), growing round by round. So
+    # their misses cost the flat load_miss: a tile a head-mate fetched moments before, in flight or in L2.
     hb = np.maximum(np.asarray(c.head_blocks, dtype=f32), 1)
     slots = gpu.sm_count * bpsm_safe
     spread = np.asarray(c.block_spread, dtype=f32)
@@ -281,12 +276,42 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     found = np.where(even, np.where(hb <= slots, hb / (2 * slots), 1 - slots / (2 * hb)), f32(1))
     later_hits = c.path_load_miss * found * (1 - np.asarray(c.later_miss_share, dtype=f32))
     later_misses = c.path_load_miss - later_hits
-    # blocks starting together also fetch their own Q tiles (never shared) with their first K tile: that step
-    # carries every resident block's Q bytes too (the first round's is the burst)
+    # a round of even blocks also fetches their own Q tiles (never shared) with their first K tile, at the DRAM
+    # bandwidth with every resident block's (the first round's is the burst)
     share = later_misses / np.maximum(np.asarray(c.path_load_miss, dtype=f32), 1)
-    first_k = share * in_step_cost
+    first_k = share * f32(costs["load_miss"])
     prologue = np.maximum(dram_cycles(own_bytes) + share * step_cycles, first_k) - first_k
-    lat_later = (block_path(c.path_load + later_hits, later_misses, np.where(even, later_misses, 0))
+    # An in-step miss inside the loop (every block of a head asks DRAM for the tile together) is issued one phase
+    # before the block waits on it (Counts.load_steps: FA2's V before the S phase, its next K before the PV phase):
+    # the block waits the part of the miss's latency (``miss_latency``, a kernel's fit) that the phase leaves, and at
+    # least the in-step cost above (``load_miss``: the copy's issue, the wait and the barrier behind it; or the
+    # step's DRAM time). A phase lasts its share of the block's tile at the pace of the round (the tile time of
+    # ``r_full`` blocks without their loads): beside other blocks the phases stretch and the latency hides. The K
+    # load's phase holds ``k_phase_share`` of the warp's own tensor and shared-memory work a step and one barrier;
+    # the V load's, the rest of the step. The other misses (a block's first tiles, whose wait the prologue's round
+    # trip and the burst hold, and a causal block's diagonal tiles) keep the flat cost, as does every miss without
+    # a fitted latency or of a kernel whose loads overlap no phase.
+    steps = np.asarray(c.load_steps, dtype=f32)
+    in_step_wait = in_step_cost
+    if costs["miss_latency"] > 0 and np.any(steps > 0):
+        per = np.maximum(steps, 1)
+        k_own = (np.asarray(c.k_phase_share, dtype=f32) * (own.get("tensor", 0) + own.get("smem", 0)) / per
+                 + f32(costs["sync"]))
+        k_frac = np.clip(k_own / np.maximum(lat0 / per, 1), 0, 1)
+        tile = join(thr_cycles(r_full), lat0, r_full) / per
+        latency = f32(costs["miss_latency"])
+        left = sum(np.maximum(in_step_cost, latency - tile * part) for part in (1 - k_frac, k_frac)) / 2
+        in_step_wait = np.where(steps > 0, left, in_step_cost).astype(f32)
+
+    def block_path(hits, misses, in_step):
+        """One block's path with ``hits`` loads found in L2 and ``misses`` not, ``in_step`` of them in step."""
+        return (lat0 + hits * f32(costs["load"]) + (misses - in_step) * f32(costs["load_miss"])
+                + in_step * in_step_wait).astype(f32)
+
+    # the first round: its first tile's K and V are the burst (priced once per launch, below); the rest of its
+    # misses walk in step
+    lat = block_path(c.path_load, c.path_load_miss, np.maximum(np.asarray(c.path_load_miss, dtype=f32) - 2, 0))
+    lat_later = (block_path(c.path_load + later_hits, later_misses, 0 * later_misses)
                  + np.where(even, prologue, 0)).astype(f32)
 
     def round_cycles(r, path=lat):
