@@ -1,0 +1,70 @@
+"""The off-grid check (examples/offgrid_tc.py -> examples/benchmarks/offgrid_tc.json): fa2_tc, SDPA flash and cuDNN
+timed on the H100 and the H200 at shapes no committed grid holds, every row held out. The rows are whole and
+checked, truly off the grids, and the model's accuracy on them holds as a regression bound."""
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from perfmodel.measure.runner import COLUMNS
+from test_datasets_tc import GPU_NAME, PROVENANCE, TOL
+from util import assert_same_record, script
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "examples" / "measurements"
+KERNELS = ("fa2_tc", "sdpa-flash", "sdpa-cudnn")
+
+
+def rows(gpu, name):
+    return list(csv.DictReader(open(DATA / gpu / name)))
+
+
+@pytest.mark.parametrize("gpu", sorted(GPU_NAME))
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_rows_are_checked_timed_and_off_the_committed_grids(gpu, kernel):
+    rs = rows(gpu, f"{kernel}.offgrid.csv")
+    skipped = rows(gpu, f"{kernel}.offgrid.skipped.csv")
+    assert len(rs) + len(skipped) == (320 if kernel == "fa2_tc" else 64)        # the whole grid, none failed
+    assert all(s["reason"] == "budget" for s in skipped)
+    assert list(rs[0].keys()) == COLUMNS
+    for r in rs:
+        assert r["kernel"] == kernel and r["gpu_name"] == GPU_NAME[gpu] and r["dtype"] == "fp16"
+        assert float(r["rel_err"]) <= TOL["fp16"], r          # checked against float64 before timing
+        assert all(r[k] for k in PROVENANCE), r
+    shape = lambda r: (int(r["B"]), int(r["H"]), int(r["N"]))
+    committed = {shape(r) for r in rows(gpu, f"{kernel}.csv")}
+    assert not {shape(r) for r in rs} & committed
+    assert not {int(r["N"]) for r in rs} & {int(r["N"]) for r in rows(gpu, f"{kernel}.csv")}
+
+
+@pytest.fixture(scope="module")
+def record():
+    return script("offgrid_tc", "examples").compute()
+
+
+def test_recorded_benchmark_is_what_the_data_gives(record):
+    assert_same_record(json.loads((ROOT / "examples" / "benchmarks" / "offgrid_tc.json").read_text()), record)
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_the_model_holds_off_the_grids(record, gpu):
+    """Off the grids the model keeps its targets (README: fa2_tc 3.9% / 4.3%, SDPA flash 5.6% / 5.8%, cuDNN 6.7% /
+    7.0%, worst rows 20-23%; before the phase-left wait fa2_tc was 4.6% / 4.8%). Its tile ranking does not reach
+    0.95 here either (0.935 / 0.930), and its pick is within 5% of the measured best in 94% / 90% of the 63
+    problems (95% on both before the phase-left wait): the committed grid's 98% overstates the advice."""
+    tc = record[f"fa2_tc/{gpu}"]
+    assert tc["n"] == 312 and tc["problems"] == 63
+    assert tc["mape"] <= 4.5 and tc["max_ape"] <= 22 and tc["spearman"] >= 0.92
+    assert tc["within_5_percent"] >= 0.9 and tc["worst_pick_slowdown"] <= 0.16
+    assert record[f"sdpa-flash/{gpu}"]["mape"] <= 6 and record[f"sdpa-flash/{gpu}"]["max_ape"] <= 22
+    assert record[f"sdpa-cudnn/{gpu}"]["mape"] <= 7.5 and record[f"sdpa-cudnn/{gpu}"]["max_ape"] <= 25
+
+
+def test_fa2_tc_beside_pytorch_in_the_same_run(record):
+    """Timed in the same run: fa2_tc's fastest tile beats SDPA flash's FlashAttention-2 by 12% at the median (up to
+    42%, and ties it at worst), and trails cuDNN's Hopper kernel by 1.4x at the median."""
+    for gpu in ("h100", "h200"):
+        flash, cudnn = (record[f"fa2_tc_beside_sdpa/{gpu}"][k] for k in ("sdpa-flash", "sdpa-cudnn"))
+        assert flash["ratio_median"] < 0.9 and flash["ratio_max"] < 1.01
+        assert 1.3 < cudnn["ratio_median"] < 1.5 and cudnn["ratio_min"] > 1.0
