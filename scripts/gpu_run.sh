@@ -6,7 +6,7 @@
 #
 #   scripts/gpu_run.sh STEP [MAX_SECONDS]
 #   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | offgrid-tc | repeat-tc | clocked-tc | power-check | sdpa-fresh | head-start-check
-#         | ncu | ncu-tc | ncu-dram | bench-tc | probe-pipes | probe-fill | probe-clock | probe-coresident | probe-crowd | probe-ldsm | lone-crowd
+#         | ncu | ncu-tc | ncu-dram | bench-tc | probe-pipes | probe-fill | probe-clock | probe-coresident | probe-crowd | probe-l2-reuse | probe-ldsm | lone-crowd
 #         | probe-wgmma | probe-dispatch | probe-cold | trace-tc | trace-tc-late | sdpa-kernels | sdpa-calls | ncu-stalls
 #         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | ncu-tc-sass | ncu-tc-sass-full | probe-icache | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
 #   power-check: long fa2_tc launches with the SM clock and power sampled (examples/grids/power-check.yaml)
@@ -87,6 +87,14 @@ case $step in
   probe-coresident) python3 scripts/probe_coresident.py "$OUT/coresident.json" ;;   # one tile at 1, 2, 4 blocks a SM
   probe-clock) python3 scripts/probe_clock.py "$OUT/clock.json" ;;          # spin clocks: in-kernel timer against events
   probe-crowd) python3 scripts/probe_crowd.py "$OUT/crowd.json" ;;          # tile waits from L2 / DRAM against SMs loading
+  probe-l2-reuse)     # L2's re-use misses by re-use distance, read-only, re-written and beside a stream (ncu counts)
+    NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
+    python3 -c "from perfmodel.measure import build; build.load()"          # built outside the profiler
+    m=dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum
+    "$NCU" --clock-control none --cache-control all --kernel-name regex:probe_reuse --metrics $m -f -o /tmp/l2_reuse \
+      python3 scripts/probe_l2_reuse.py launch "$OUT/l2_reuse_configs.json"
+    "$NCU" --import /tmp/l2_reuse.ncu-rep --csv --page raw --print-units base > "$OUT/l2_reuse_ncu.csv"
+    python3 scripts/probe_l2_reuse.py join "$OUT/l2_reuse_ncu.csv" "$OUT/l2_reuse_configs.json" "$OUT/l2_reuse.json" ;;
   probe-ldsm)         # ldmatrix wavefronts per clock with unmergeable loads, and the loop's SASS (LDSM per body)
     python3 scripts/probe_ldsm.py "$OUT/ldsm.json"
     so=$(find "$PERFMODEL_BUILD_DIR" -name 'perfmodel_*.so' | head -1)

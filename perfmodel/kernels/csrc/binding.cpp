@@ -25,6 +25,7 @@ void probe_dot(long long*, float*, int, int, int, int, int, int, cudaStream_t);
 void probe_fma(float*, int, int, int, cudaStream_t);
 void probe_exp(float*, int, int, int, cudaStream_t);
 void probe_read(const float*, size_t, int, float*, int, cudaStream_t);
+void probe_reuse(float*, size_t, int, int, const float*, size_t, float*, int, cudaStream_t);
 void probe_chase(const unsigned*, int, int, int, long long*, unsigned*, cudaStream_t);
 void probe_sync(long long*, int, int, int, cudaStream_t);
 void probe_empty(cudaStream_t);
@@ -140,6 +141,15 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, mod) {
     });
     mod.def("probe_read", [](torch::Tensor buf, int iters, torch::Tensor sink, int blocks) {
         probe_read(buf.data_ptr<float>(), (size_t)buf.numel(), iters, sink.data_ptr<float>(), blocks, stream());
+    });
+    // buf: blocks x live floats, each block's own; extra: iters x blocks x stream floats, each read once
+    mod.def("probe_reuse", [](torch::Tensor buf, int64_t live, int iters, bool write, torch::Tensor extra,
+                              int64_t stream_floats, torch::Tensor sink, int blocks) {
+        TORCH_CHECK(buf.numel() >= (int64_t)blocks * live && live % 4 == 0 && stream_floats % 4 == 0,
+                    "probe_reuse: buffer sizes");
+        TORCH_CHECK(extra.numel() >= (int64_t)iters * blocks * stream_floats, "probe_reuse: stream buffer size");
+        probe_reuse(buf.data_ptr<float>(), (size_t)live, iters, write ? 1 : 0, extra.data_ptr<float>(),
+                    (size_t)stream_floats, sink.data_ptr<float>(), blocks, stream());
     });
     mod.def("probe_chase", [](torch::Tensor next, int steps, bool shared, int n_shared, torch::Tensor cycles,
                               torch::Tensor sink) {

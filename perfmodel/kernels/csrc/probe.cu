@@ -80,6 +80,34 @@ __global__ void probe_read_kernel(const float4* __restrict__ buf, size_t n4, int
     if (acc.x + acc.y + acc.z + acc.w == 12345.f) sink[0] = acc.x;
 }
 
+// Re-use through L2 as FlashAttention-1's blocks re-use their live rows: block b owns floats [b*live, (b+1)*live) of
+// `buf` and walks them once an iteration, `iters` times; with `write` it writes each value back changed (a re-used
+// line is dirty, as fa1's O, l and m are), and with `stream` > 0 each iteration also reads `stream` floats of
+// `extra` it never reads again (fa1's K/V tiles). Every block is resident at once, so between two uses of a line
+// the whole buffer (and one iteration's streamed floats) is touched: the re-use distance. Nsight Compute's DRAM
+// bytes then give the share of re-uses that miss (scripts/probe_l2_reuse.py).
+__global__ void probe_reuse_kernel(float4* buf, size_t live4, int iters, int write, const float4* __restrict__ extra,
+                                   size_t stream4, float* sink) {
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    float4* mine = buf + (size_t)blockIdx.x * live4;
+    for (int it = 0; it < iters; ++it) {
+        for (size_t i = threadIdx.x; i < live4; i += blockDim.x) {
+            float4 v = mine[i];
+            if (write) {
+                v.x += 1.f; v.y += 1.f; v.z += 1.f; v.w += 1.f;
+                mine[i] = v;
+            }
+            acc.x += v.x; acc.y += v.y;
+        }
+        const float4* fresh = extra + ((size_t)it * gridDim.x + blockIdx.x) * stream4;
+        for (size_t i = threadIdx.x; i < stream4; i += blockDim.x) {
+            const float4 v = fresh[i];
+            acc.z += v.z; acc.w += v.w;
+        }
+    }
+    if (acc.x + acc.y + acc.z + acc.w == 12345.f) sink[0] = acc.x;
+}
+
 // Pointer chase by one thread: cycles per dependent load. In shared memory when `shared`, else global.
 __global__ void probe_chase_kernel(const unsigned* __restrict__ next, int steps, int shared, int n_shared,
                                    long long* cycles, unsigned* sink) {
@@ -133,6 +161,13 @@ void probe_exp(float* sink, int blocks, int threads, int iters, cudaStream_t s) 
 void probe_read(const float* buf, size_t n_floats, int iters, float* sink, int blocks, cudaStream_t s) {
     probe_read_kernel<<<blocks, 256, 0, s>>>(reinterpret_cast<const float4*>(buf), n_floats / 4, iters, sink);
     check_cuda(cudaGetLastError(), "probe_read: launch");
+}
+
+void probe_reuse(float* buf, size_t live_floats, int iters, int write, const float* extra, size_t stream_floats,
+                 float* sink, int blocks, cudaStream_t s) {
+    probe_reuse_kernel<<<blocks, 256, 0, s>>>(reinterpret_cast<float4*>(buf), live_floats / 4, iters, write,
+                                              reinterpret_cast<const float4*>(extra), stream_floats / 4, sink);
+    check_cuda(cudaGetLastError(), "probe_reuse: launch");
 }
 
 void probe_chase(const unsigned* next, int steps, int shared, int n_shared, long long* cycles, unsigned* sink,
