@@ -121,8 +121,10 @@ def test_unreadable_yaml_is_one_line(tmp_path):
 
 
 def test_missing_option_is_one_line():
+    """It names the option (click 8.3+ took an explicit default of None as given and let --N through as None)."""
     code, out, _ = run(["predict", "--gpu", "h100", "--Br", "32", "--Bc", "32"])
     assert code == 2 and out.startswith("error: ") and len(out.strip().splitlines()) == 1
+    assert "'--N'" in out
 
 
 def test_measure_without_torch_or_gpu_is_one_line(tmp_path):

@@ -49,8 +49,10 @@ def shape_options(sizes_help: str, require_n: bool = False):
             click.option("--causal", is_flag=True, help="causal masking (kernels that support it)"),
             click.option("--dtype", default="fp32", show_default=True, help="element type: fp32, fp16, bf16"),
             click.option("--d", "d", default=defaults["d"], show_default=True, help=f"head dimension{sizes_help}"),
-            click.option("--N", "N", default=defaults["N"], show_default=defaults["N"] is not None,
-                         required=defaults["N"] is None, help=f"sequence length{sizes_help}"),
+            # (no default at all where --N is required: click 8.3+ takes an explicit default=None as given)
+            click.option("--N", "N", help=f"sequence length{sizes_help}",
+                         **(dict(required=True) if defaults["N"] is None
+                            else dict(default=defaults["N"], show_default=True))),
             click.option("--H", "H", default=defaults["H"], show_default=True, help=f"heads{sizes_help}"),
             click.option("--B", "B", default=defaults["B"], show_default=True, help=f"batch{sizes_help}"),
         ]
