@@ -184,9 +184,11 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
         path_load=miss_free, path_load_miss=tiles_b * 2 - miss_free,
         # the query rows each scheduler holds of one block (the join's p falls with them: overlap_rows)
         sched_rows=Br / np.minimum(W, 4) + 0 * tiles_b,
-        # each KV tile's V load overlaps the S phase, the next K load the PV phase (its half of the MMAs and
-        # ldmatrix): a miss waits the part of its latency those phases leave (timing, ``miss_latency``)
-        load_steps=tiles_b, k_phase_share=0.5 + 0 * tiles_b,
+        # each KV tile's V load overlaps the S phase (QK^T and the softmax), the next K load the PV phase (half the
+        # MMAs and ldmatrix); FlashAttention-2 issues its next K after QK^T instead, so its V load overlaps QK^T
+        # alone and its K load the softmax and PV: the same two phases. A miss waits the part of its latency its
+        # phase leaves (timing, ``miss_latency``)
+        load_steps=tiles_b, gemm_phase_share=0.5 + 0 * tiles_b,
         # after the first round a head's blocks no longer start together: the blocks of its head dispatched before a
         # block have fetched its tiles, which it finds in L2. Causal: its first tile, the diagonal, only if those
         # blocks were heavier (heavy_first); dispatched shortest first, they never read it

@@ -119,16 +119,17 @@ class Counts:
     # query rows each warp scheduler holds of one block (Br / min(warps, 4)): the join's p falls with them where a
     # kernel's fit says so (Calibration FIT_PARAMS "overlap_rows"); 0: not used
     sched_rows: object = 0
-    # the loop steps a block's path walks whose tile loads are each issued one phase before the block waits on them
-    # (FA2: V before the S phase, the next K before the PV phase); 0: no load overlaps a phase (timing: a load that
-    # misses L2 then costs its flat load_miss). ``k_phase_share``: the share of the warp's own tensor and
-    # shared-memory work a step that lies in the phase the K load overlaps (FA2's PV product: half)
+    # the loop steps a block's path walks whose two tile loads are each issued one phase before the block waits on
+    # them; 0: no load overlaps a phase (timing: a load that misses L2 then costs its flat load_miss).
+    # ``gemm_phase_share``: the share of the warp's own tensor and shared-memory work a step in the phase that holds
+    # one GEMM alone (half: fa2_tc's PV, which its next K load overlaps; FlashAttention-2's QK^T, which its V load
+    # overlaps); the other load's phase holds the rest of the step (the other GEMM and the softmax)
     load_steps: object = 0
-    k_phase_share: object = 0
+    gemm_phase_share: object = 0
 
     # fields that describe the launch's blocks, not amounts: they neither add (the larger holds) nor scale
     RATIOS = ("block_spread", "head_blocks", "block_step", "launches", "queued_ops", "burst_sharers",
-              "later_miss_share", "sched_rows", "code_once_kib", "code_loop_kib", "load_steps", "k_phase_share")
+              "later_miss_share", "sched_rows", "code_once_kib", "code_loop_kib", "load_steps", "gemm_phase_share")
     # amounts per head or per block: a launch's counts keep them as one head's (Kernel.counts)
     UNSCALED = ("reuse_live_bytes", "burst_own_bytes", "burst_kv_bytes")
 
