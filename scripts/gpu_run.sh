@@ -90,7 +90,7 @@ case $step in
   probe-l2-reuse)     # L2's re-use misses by re-use distance, read-only, re-written and beside a stream (ncu counts)
     NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
     python3 -c "from perfmodel.measure import build; build.load()"          # built outside the profiler
-    m=dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum
+    m=$(python3 -c "import sys; sys.path.insert(0, 'scripts'); import probe_l2_reuse as p; print(','.join(p.METRICS))")
     "$NCU" --clock-control none --cache-control all --kernel-name regex:probe_reuse --metrics $m -f -o /tmp/l2_reuse \
       python3 scripts/probe_l2_reuse.py launch "$OUT/l2_reuse_configs.json"
     "$NCU" --import /tmp/l2_reuse.ncu-rep --csv --page raw --print-units base > "$OUT/l2_reuse_ncu.csv"
