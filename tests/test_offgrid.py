@@ -1,6 +1,7 @@
 """The off-grid check (examples/offgrid_tc.py -> examples/benchmarks/offgrid_tc.json): fa2_tc, SDPA flash and cuDNN
 timed on the H100 and the H200 at shapes no committed grid holds, every row held out. The rows are whole and
-checked, truly off the grids, and the model's accuracy on them holds as a regression bound."""
+checked, truly off the grids, and the model's accuracy on them holds as a regression bound. The second set
+(*.offgrid2.csv) is only checked here, not scored: it waits for the next model change to be judged on it once."""
 import csv
 import json
 from pathlib import Path
@@ -20,22 +21,27 @@ def rows(gpu, name):
     return list(csv.DictReader(open(DATA / gpu / name)))
 
 
+SETS = {"offgrid": "fp16", "offgrid2": "bf16"}
+
+
 @pytest.mark.parametrize("gpu", sorted(GPU_NAME))
 @pytest.mark.parametrize("kernel", KERNELS)
-def test_rows_are_checked_timed_and_off_the_committed_grids(gpu, kernel):
-    rs = rows(gpu, f"{kernel}.offgrid.csv")
-    skipped = rows(gpu, f"{kernel}.offgrid.skipped.csv")
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_rows_are_checked_timed_and_off_the_committed_grids(gpu, kernel, name):
+    rs = rows(gpu, f"{kernel}.{name}.csv")
+    skipped = rows(gpu, f"{kernel}.{name}.skipped.csv")
     assert len(rs) + len(skipped) == (320 if kernel == "fa2_tc" else 64)        # the whole grid, none failed
     assert all(s["reason"] == "budget" for s in skipped)
     assert list(rs[0].keys()) == COLUMNS
     for r in rs:
-        assert r["kernel"] == kernel and r["gpu_name"] == GPU_NAME[gpu] and r["dtype"] == "fp16"
-        assert float(r["rel_err"]) <= TOL["fp16"], r          # checked against float64 before timing
+        assert r["kernel"] == kernel and r["gpu_name"] == GPU_NAME[gpu] and r["dtype"] == SETS[name]
+        assert float(r["rel_err"]) <= TOL[r["dtype"]], r      # checked against float64 before timing
         assert all(r[k] for k in PROVENANCE), r
     shape = lambda r: (int(r["B"]), int(r["H"]), int(r["N"]))
-    committed = {shape(r) for r in rows(gpu, f"{kernel}.csv")}
-    assert not {shape(r) for r in rs} & committed
-    assert not {int(r["N"]) for r in rs} & {int(r["N"]) for r in rows(gpu, f"{kernel}.csv")}
+    others = [rows(gpu, f"{kernel}.csv")] + [rows(gpu, f"{kernel}.{o}.csv") for o in SETS if o != name]
+    for other in others:
+        assert not {shape(r) for r in rs} & {shape(r) for r in other}
+        assert not {int(r["N"]) for r in rs} & {int(r["N"]) for r in other}
 
 
 @pytest.fixture(scope="module")
