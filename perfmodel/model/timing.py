@@ -292,6 +292,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     # and one barrier; the other load's, the rest of the step. The other misses (a block's first tiles, whose wait the prologue's round
     # trip and the burst hold, and a causal block's diagonal tiles) keep the flat cost, as does every miss without
     # a fitted latency or of a kernel whose loads overlap no phase.
+    t_full = thr_cycles(r_full)                  # a full round's SM resources (the rounds below share them)
     steps = np.asarray(c.load_steps, dtype=f32)
     in_step_wait = in_step_cost
     if costs["miss_latency"] > 0 and np.any(steps > 0):
@@ -299,7 +300,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         gemm = (np.asarray(c.gemm_phase_share, dtype=f32) * (own.get("tensor", 0) + own.get("smem", 0)) / per
                 + f32(costs["sync"]))
         g_frac = np.clip(gemm / np.maximum(lat0 / per, 1), 0, 1)
-        tile = join(thr_cycles(r_full), lat0, r_full) / per
+        tile = join(t_full, lat0, r_full) / per
         latency = f32(costs["miss_latency"])
         left = sum(np.maximum(in_step_cost, latency - tile * part) for part in (1 - g_frac, g_frac)) / 2
         in_step_wait = np.where(steps > 0, left, in_step_cost).astype(f32)
@@ -315,15 +316,15 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     lat_later = (block_path(c.path_load + later_hits, later_misses, 0 * later_misses)
                  + np.where(even, prologue, 0)).astype(f32)
 
-    def round_cycles(r, path=lat):
-        t = thr_cycles(r)
+    def round_cycles(r, path=lat, t=None):
+        t = thr_cycles(r) if t is None else t
         active = r > 0
         total = join(t, path, r)
         return np.where(active, total, f32(0)), {k: np.where(active, v, f32(0)) for k, v in t.items()}
 
-    tf, parts_f = round_cycles(r_full)
+    tf, parts_f = round_cycles(r_full, t=t_full)
     # (a kernel whose later rounds pay what the first does, fa1's and fa2's, needs no second round evaluation)
-    tf_later = round_cycles(r_full, lat_later)[0] if np.any(lat_later != lat) else tf
+    tf_later = round_cycles(r_full, lat_later, t_full)[0] if np.any(lat_later != lat) else tf
     tl, parts_l = round_cycles(last, np.where(full_rounds > 0, lat_later, lat))
     sm_cycles = np.where(full_rounds > 0, tf + (full_rounds - 1) * tf_later, 0) + tl
     # uneven blocks (causal): the rounds above spread the launch's work evenly over the SMs; two bounds add what
