@@ -18,20 +18,17 @@ ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ("fa2_tc", "sdpa-flash", "sdpa-cudnn")
 
 
-def beside(gpu: str) -> dict:
-    """fa2_tc's fastest measured tile over each SDPA kernel's time, timed in the same run, per problem both hold."""
-    best = {}
-    times = {}
-    for kernel in KERNELS:
-        (ms,) = dataset.load([ROOT / "examples" / "measurements" / gpu / f"{kernel}.offgrid.csv"])
-        c = ms.cols
-        keys = [(int(c["B"][i]), int(c["H"][i]), int(c["N"][i]), int(c["d"][i]), bool(ms.causal[i]))
-                for i in range(len(ms))]
-        for key, t in zip(keys, ms.measured_s):
-            table = best if kernel == "fa2_tc" else times.setdefault(kernel, {})
+def beside(evs: dict) -> dict:
+    """fa2_tc's fastest measured tile over each SDPA kernel's time, timed in the same run, per problem both hold
+    (``evs``: kernel -> its validate.Evaluation)."""
+    fastest = {}
+    for kernel, ev in evs.items():
+        table = fastest.setdefault(kernel, {})
+        for key, t in zip(ev.problems, ev.measured_s):
             table[key] = min(table.get(key, np.inf), float(t))
+    best = fastest.pop("fa2_tc")
     out = {}
-    for kernel, t in times.items():
+    for kernel, t in fastest.items():
         r = np.array([best[k] / t[k] for k in t if k in best])
         out[kernel] = {"problems": len(r), "ratio_median": float(np.median(r)), "ratio_min": float(r.min()),
                        "ratio_max": float(r.max())}
@@ -41,19 +38,18 @@ def beside(gpu: str) -> dict:
 def compute() -> dict:
     out = {}
     for gpu in ("h100", "h200"):
+        evs = {}
         for kernel in KERNELS:
             (ms,) = dataset.load([ROOT / "examples" / "measurements" / gpu / f"{kernel}.offgrid.csv"])
-            ev = validate.evaluate([ms], split="all")[0]
+            ev = evs[kernel] = validate.evaluate([ms], split="all")[0]
             s = ev.summary()
             rec = {k: s[k] for k in ("n", "mape", "median_ape", "max_ape")}
             if kernel == "fa2_tc":
-                P = ev.params
-                groups = [tuple(str(P[k][i]) for k in ("B", "H", "N", "d", "dtype", "causal")) for i in range(ev.n)]
-                hits, slow = validate.best_picks(groups, ev.predicted_s, ev.measured_s)
+                hits, slow = validate.best_picks(ev.problems, ev.predicted_s, ev.measured_s)
                 rec.update(spearman=s["spearman"], problems=len(slow), predicted_best_is_measured_best=int(hits),
                            within_5_percent=float((slow <= 0.05).mean()), worst_pick_slowdown=float(slow.max()))
             out[f"{kernel}/{gpu}"] = rec
-        out[f"fa2_tc_beside_sdpa/{gpu}"] = beside(gpu)
+        out[f"fa2_tc_beside_sdpa/{gpu}"] = beside(evs)
     out["command"] = "python examples/offgrid_tc.py"
     out["note"] = "every row held out; predicted with the shipped calibrations (the H200: nothing fitted to its timings)"
     return out

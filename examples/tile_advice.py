@@ -19,8 +19,7 @@ def compute() -> dict:
     for gpu in ("h100", "h200"):
         (ms,) = dataset.load([ROOT / "examples" / "measurements" / gpu / "fa2_tc.csv"])
         ev = validate.evaluate([ms], split="all")[0]
-        P = ev.params
-        groups = [tuple(str(P[k][i]) for k in ("B", "H", "N", "d", "dtype", "causal")) for i in range(ev.n)]
+        groups = ev.problems
         hits, slow = validate.best_picks(groups, ev.predicted_s, ev.measured_s)
         out[gpu] = {"problems": len(slow), "predicted_best_is_measured_best": int(hits),
                     "share": float(hits / len(slow)), "slowdown_of_predicted_best_median": float(np.median(slow)),

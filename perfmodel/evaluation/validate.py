@@ -110,8 +110,13 @@ class Evaluation:
     def roofline_ape(self):
         return np.abs(self.roofline_s / self.measured_s - 1) * 100
 
+    @property
+    def problems(self) -> list:
+        """Each row's problem (B, H, N, d, dtype, causal): rows of one problem differ only in their tiles."""
+        return list(zip(*(self.params[k] for k in ("B", "H", "N", "d", "dtype", "causal"))))
+
     def summary(self) -> dict:
-        groups = list(zip(*(self.params[k] for k in ("B", "H", "N", "d", "dtype", "causal"))))
+        groups = self.problems
         sp, ng = grouped_spearman(groups, self.predicted_s, self.measured_s)
         ssp, _ = grouped_spearman(groups, self.seed_s, self.measured_s)
         return {
