@@ -11,6 +11,7 @@ import pytest
 from perfmodel import api
 from perfmodel.errors import InputError
 from perfmodel.kernels import fa2_tc, get, sdpa
+from util import fa2_tc_ptxas
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,15 +36,7 @@ def test_instance_registers_match_ptxas_and_the_measured_rows():
     from perfmodel.shape import make_shape
 
     assert set(fa2_tc.REGS) == set(fa2_tc.INSTANCES)
-    ptxas, cur = {}, None
-    for line in (ROOT / "examples/measurements/h100/fa2_tc_ptxas.txt").read_text().splitlines():
-        m = re.search(r"fa2_tc_kernelI\w+?Li(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E", line)
-        if "Compiling entry" in line and m:
-            cur = tuple(map(int, m.groups()))
-        used = re.search(r"Used (\d+) registers", line)
-        if used and cur:
-            ptxas.setdefault(cur, set()).add(int(used.group(1)))
-            cur = None
+    ptxas = fa2_tc_ptxas(ROOT / "examples/measurements/h100/fa2_tc_ptxas.txt")
     assert ptxas == {k: {v} for k, v in fa2_tc.REGS.items()}
     for g in ("h100", "h200"):
         with open(ROOT / f"examples/measurements/{g}/fa2_tc.csv") as f:

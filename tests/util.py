@@ -1,8 +1,10 @@
-"""Shortcuts for tests: one kernel evaluation from plain numbers; the committed Nsight Compute exports, read."""
+"""Shortcuts for tests: one kernel evaluation from plain numbers; the committed Nsight Compute exports and ptxas
+records, read."""
 
 import csv
 import importlib.util
 import io
+import re
 import sys
 import tarfile
 from functools import lru_cache
@@ -26,6 +28,20 @@ def evaluate(name, B, H, N, d, spec=H100, cal=None, regs=None, dtype="fp32", cau
 
 def counts(name, B, H, N, d, **tiles):
     return evaluate(name, B, H, N, d, **tiles).counts
+
+
+def fa2_tc_ptxas(path):
+    """{(d, Br, Bc, warps): {registers}} of each fa2_tc instance in a ptxas -v record (fp16 and bf16 together)."""
+    out, cur = {}, None
+    for line in Path(path).read_text().splitlines():
+        m = re.search(r"fa2_tc_kernelI\w+?Li(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E", line)
+        if "Compiling entry" in line and m:
+            cur = tuple(map(int, m.groups()))
+        used = re.search(r"Used (\d+) registers", line)
+        if used and cur:
+            out.setdefault(cur, set()).add(int(used.group(1)))
+            cur = None
+    return out
 
 
 def ncu_sass(tarball, tag):
