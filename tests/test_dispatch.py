@@ -115,10 +115,9 @@ def test_causal_rules_match_traced_fa2_tc_launches():
     5.5% on average of fa2_tc's 15 traced launches of one, two and four blocks per SM and 16% at worst (4.9% and
     15.2%). Before the model was set at the trace's occupancy, the d = 32 launch (THREE_PER_SM, below) was 18.5% off
     and d = 64 128x64/8w (B8 H8 N333, traced at two blocks a SM, measured kernel one) 13.4%: now 0.3% and 3.6%
-    (6.0% on average over the other 14 then). Round-robin
-    dispatch without the window scores a little better on these launches (4.5%; 5.5% against 6.0% at the measured
-    kernel's occupancy): the window stays because the dispatch probe measures it (the test above), and this test
-    holds the two within 10% of each other."""
+    (6.0% on average over the other 14 then). Round-robin dispatch without the window scores a little better on
+    these launches (4.5%; 5.5% against 6.0% at the measured kernel's occupancy): the window stays because the
+    dispatch probe measures it (the test above), and this test holds the two within 10% of each other."""
     errs = _ratio_errors(CAL)
     assert len(errs) == 15
     errs = np.array(list(errs.values()))
