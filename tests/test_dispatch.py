@@ -13,6 +13,7 @@ No recording is fitted: the window the rule uses is the architecture constant di
 off the first.
 """
 import dataclasses
+import functools
 import json
 from pathlib import Path
 
@@ -77,9 +78,19 @@ def test_round_robin_without_a_window_is_refuted():
 TRACE_REGS = {k: max(v) for k, v in fa2_tc_ptxas(PROBE.parent / "fa2_tc_trace_ptxas.txt").items()}
 
 
-def _kernel_only(B, H, N, d, Br, Bc, warps, causal, cal, regs=None):
+def _evaluate(B, H, N, d, Br, Bc, warps, causal, cal=CAL, regs=None):
+    """The model's prediction of one fp16 fa2_tc launch on the H100 (``regs``: registers a thread, else REGS')."""
     k, shape, t = api.configure("fa2_tc", B, H, N, d, "fp16", causal, gpu=H100, Br=Br, Bc=Bc, warps=warps)
-    return float(engine.evaluate(H100, k, shape, t, cal, regs=regs).time_s) - cal.launch_overhead_s
+    return engine.evaluate(H100, k, shape, t, cal, regs=regs)
+
+
+@functools.lru_cache(maxsize=None)
+def _blocks_per_sm(B, H, N, d, Br, Bc, warps, regs=None):
+    return int(_evaluate(B, H, N, d, Br, Bc, warps, False, regs=regs).blocks_per_sm)
+
+
+def _kernel_only(B, H, N, d, Br, Bc, warps, causal, cal, regs=None):
+    return float(_evaluate(B, H, N, d, Br, Bc, warps, causal, cal, regs).time_s) - cal.launch_overhead_s
 
 
 def _ratio_errors(cal, name="fa2_tc_trace.json"):
@@ -132,9 +143,7 @@ def test_the_trace_build_runs_the_d32_tile_at_two_blocks_per_sm():
     launch, not 396. Set at three, the model's causal/non-causal ratio was 18.5% off the trace's (read then as three
     blocks running as fast as one); at two, within 1%."""
     assert fa2_tc.REGS[(32, 128, 64, 4)] == 167 and TRACE_REGS[(32, 128, 64, 4)] == 169
-    blocks = lambda regs: int(engine.evaluate(H100, *api.configure("fa2_tc", *THREE_PER_SM[:4], "fp16", False, gpu=H100,
-                                                                   Br=128, Bc=64, warps=4), CAL, regs=regs).blocks_per_sm)
-    assert blocks(None) == 3 and blocks(169) == 2
+    assert _blocks_per_sm(*THREE_PER_SM) == 3 and _blocks_per_sm(*THREE_PER_SM, regs=169) == 2
     run = next(r for r in _json("fa2_tc_trace.json")["runs"] if (r["B"], r["H"], r["N"], r["d"]) == THREE_PER_SM[:4])
     assert all(sum(t < 1000 for t in rep["start_ns"]) == 2 * H100.sm_count for rep in run["reps"])
     assert _ratio_errors(CAL)[THREE_PER_SM] <= 0.01
@@ -200,10 +209,8 @@ def test_blocks_after_the_first_round_start_as_slots_free():
     per SM the model's occupancy gives for the trace build's registers on every SM."""
     seen = 0
     for run, rep, start, end, slots in _traced_launches():
-        k, shape, t = api.configure("fa2_tc", run["B"], run["H"], run["N"], run["d"], "fp16", run["causal"], gpu=H100,
-                                    Br=run["Br"], Bc=run["Bc"], warps=run["warps"])
-        regs = TRACE_REGS[(run["d"], run["Br"], run["Bc"], run["warps"])]
-        assert slots == int(engine.evaluate(H100, k, shape, t, CAL, regs=regs).blocks_per_sm) * H100.sm_count
+        tile = (run["d"], run["Br"], run["Bc"], run["warps"])
+        assert slots == _blocks_per_sm(run["B"], run["H"], run["N"], *tile, regs=TRACE_REGS[tile]) * H100.sm_count
         gap = np.sort(start)[slots:] - np.sort(end)[:len(start) - slots]
         assert 0 < gap.min() and gap.max() < 0.5, (run["B"], run["H"], run["N"], gap.min(), gap.max())
         seen += 1
