@@ -181,3 +181,35 @@ def test_h200_fa1_misses_its_steep_band():
     assert len(steep) == 4 and len(rest) >= 8
     assert max(abs(e) for e in rest) <= 0.10, rest
     assert all(0.10 < e <= 0.5 for e in steep), steep
+
+
+BAND = {g: rows(NCU.parents[1] / g / "ncu" / "band" / "ncu_dram_fa1.csv") for g in ("h100", "h200")}
+
+
+def band_errors(g):
+    return np.array([error("fa1", r, None if g == "h100" else H200)[0] for r in BAND[g]])
+
+
+def test_fa1_band_rows_are_the_grid_and_carry_provenance():
+    """The band set (examples/grids/ncu-dram-fa1-band.yaml, scripts/gpu_run.sh ncu-dram-band): 21 fa1 launches a
+    GPU at head counts between the sweep's, 0.96-2.2x of the H100's L2, with the command and the machine beside."""
+    for g in ("h100", "h200"):
+        shapes = {(int(r["N"]), int(r["d"])) for r in BAND[g]}
+        assert len(BAND[g]) == 21 and shapes == {(256, 64), (1024, 32), (2048, 64)}
+        fp = [footprint(r) / L2 for r in BAND[g]]
+        assert 0.9 <= min(fp) and max(fp) <= 2.3
+        env = (NCU.parents[1] / g / "ncu" / "band" / "env.txt").read_text()
+        assert "ncu-dram-band" in env and "driver" in env
+
+
+def test_fa1_band_held_out_misses_where_its_reads_turn_to_misses():
+    """Held out on both GPUs (nothing fitted to these rows): between the sweep's head counts, where fa1's re-reads
+    turn from hits to misses, the rule fitted on the sweep holds 13 of the 21 H100 launches within 10% (mean 12.8%,
+    worst +67% at 112 heads of N = 1024, 1.12x of L2, where 4% of the re-reads miss and the rule says 14%); on the
+    H200, 7 of 21 (mean 37%, worst +154%). README Known gaps. A bound on the gap, not a target: a rule that closes
+    it fails here and moves the bounds."""
+    h100, h200 = band_errors("h100"), band_errors("h200")
+    assert (np.abs(h100) <= 0.10).sum() >= 13 and np.abs(h100).mean() <= 0.14 and np.abs(h100).max() <= 0.70
+    assert (np.abs(h200) <= 0.10).sum() >= 7 and np.abs(h200).mean() <= 0.40 and np.abs(h200).max() <= 1.60
+    # the gap is one way on the H200: more of fa1's re-reads hit its L2 than the rule carries over
+    assert (h200 > 0.10).sum() >= 12
