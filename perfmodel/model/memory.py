@@ -46,8 +46,7 @@ there repeats a sweep configuration, and the two runs differ by 15%); fitted on 
 within 11.2% on the other half. Held out between the sweep's head counts (ncu/band/ncu_dram_fa1.csv: fa1 at 0.96x
 to 2.2x of L2), it is not: 13 of 21 launches within 10%, worst +67%, where each shape's misses climb at a pace
 the one distance does not carry (README Known gaps). Fitted on the H100, applied to other GPUs in proportion to
-their L2. Only DRAM bytes
-that move during the kernel are counted, which is also what the timing model needs.
+their L2. Only DRAM bytes that move during the kernel are counted, which is also what the timing model needs.
 tests/test_dram_vs_ncu.py holds the rule to the measurements.
 """
 
