@@ -183,7 +183,8 @@ def test_h200_fa1_misses_its_steep_band():
     assert all(0.10 < e <= 0.5 for e in steep), steep
 
 
-BAND = {g: rows(NCU.parents[1] / g / "ncu" / "band" / "ncu_dram_fa1.csv") for g in ("h100", "h200")}
+BAND_DIR = {g: NCU.parents[1] / g / "ncu" / "band" for g in ("h100", "h200")}
+BAND = {g: rows(d / "ncu_dram_fa1.csv") for g, d in BAND_DIR.items()}
 
 
 def band_errors(g):
@@ -198,7 +199,7 @@ def test_fa1_band_rows_are_the_grid_and_carry_provenance():
         assert len(BAND[g]) == 21 and shapes == {(256, 64), (1024, 32), (2048, 64)}
         fp = [footprint(r) / L2 for r in BAND[g]]
         assert 0.9 <= min(fp) and max(fp) <= 2.3
-        env = (NCU.parents[1] / g / "ncu" / "band" / "env.txt").read_text()
+        env = (BAND_DIR[g] / "env.txt").read_text()
         assert "ncu-dram-band" in env and "driver" in env
 
 
