@@ -104,7 +104,7 @@ def test_dram_traffic_is_compulsory_when_the_working_set_fits():
     # an output beyond what L2 keeps dirty is written back, all but that
     big = fa2(64, 16, 1024, 64, 64, 64)
     out = 64 * 16 * 1024 * 64 * 4
-    kept = RULE.dirty_kept * big.calibration.l2_effective_bytes
+    kept = RULE.dirty_kept * big.gpu.l2_bytes
     assert float(big.traffic.dram_write_bytes) == pytest.approx(out - kept)
 
 
