@@ -48,8 +48,10 @@ The other constants (``L2Rule``) are fitted on a declared training split, the H1
 0.25x..8x of L2 (``scripts/fit_l2_rule.py``: the smallest mean |log(predicted/measured)|; a mean, because near
 L2's size identical launches differ by up to 2.4x, below). On it: 55 of 61 rows within 10%, mean 4.3%. Held out:
 the older H100 ncu rows in that range (fa2 0.9%, fa2_tc 2.6% at worst; fa1's one row off by 20% repeats a sweep
-configuration, and the two runs differ by 15%) and every H200 row (its sweep: fa2 and fa2_tc within 10%, fa1 12
-of 14; fa1's band: 10 of 21 within 10%, mean 10.3%, worst 30%). fa1 near L2's size is as far as counters
+configuration, and the two runs differ by 15%), fa2's and fa2_tc's band between the sweep's rows (``band2/``:
+25 of 27 within 10%, worst -15%, where a head's K/V is re-read across many waves) and every H200 row (its sweep:
+fa2 and fa2_tc within 10%, fa1 12 of 14; fa1's band: 10 of 21 within 10%, mean 10.3%, worst 30%; fa2's and
+fa2_tc's band: 26 of 27, worst +12%). fa1 near L2's size is as far as counters
 reproduce: launched six times each (``repeat/``: B x H = 1 x h, 2 x h/2, 4 x h/4, in two processes), the same
 configuration moves 97-237 MB (28 heads of N=2048 on the H100), so there the rule is held to the spread of
 the repeats (within 10% of their range: 8 of 9 configurations on the H100, 7 of 9 on the H200) and to mean
