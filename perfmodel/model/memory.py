@@ -51,13 +51,12 @@ the older H100 ncu rows in that range (fa2 0.9%, fa2_tc 2.6% at worst; fa1's one
 configuration, and the two runs differ by 15%), fa2's and fa2_tc's band between the sweep's rows (``band2/``:
 25 of 27 within 10%, worst -15%, where a head's K/V is re-read across many waves) and every H200 row (its sweep:
 fa2 and fa2_tc within 10%, fa1 12 of 14; fa1's band: 10 of 21 within 10%, mean 10.3%, worst 30%; fa2's and
-fa2_tc's band: 26 of 27, worst +12%). fa1 near L2's size is as far as counters
-reproduce: launched six times each (``repeat/``: B x H = 1 x h, 2 x h/2, 4 x h/4, in two processes), the same
-configuration moves 97-237 MB (28 heads of N=2048 on the H100), so there the rule is held to the spread of
-the repeats (within 10% of their range: 8 of 9 configurations on the H100, 7 of 9 on the H200) and to mean
-errors. Fitted on the H100, applied to other GPUs in proportion to their L2. Only DRAM bytes that move during
-the kernel are counted, which is also what the timing model needs. tests/test_dram_vs_ncu.py holds the rule to
-the measurements.
+fa2_tc's band: 26 of 27, worst +12%). Near L2's size fa1's counters do not reproduce: launched six times each
+(``repeat/``: B x H = 1 x h, 2 x h/2, 4 x h/4, in two processes), one configuration moves 97-237 MB (28 heads of
+N=2048 on the H100), so there the rule is held to the spread of the repeats (within 10% of their range: 8 of 9
+configurations on the H100, 7 of 9 on the H200) and to mean errors. Fitted on the H100, applied to other GPUs in
+proportion to their L2. Only DRAM bytes that move during the kernel are counted, which is also what the timing
+model needs. tests/test_dram_vs_ncu.py holds the rule to the measurements.
 """
 
 from __future__ import annotations
