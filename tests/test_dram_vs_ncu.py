@@ -4,10 +4,10 @@ The footprint of a launch is its compulsory bytes Q + K + V + O (4 B H N d eleme
 The rule's constants were fitted (scripts/fit_l2_rule.py) on the H100's DRAM sweep (ncu/ncu_dram_{fa1,fa2,
 fa2_tc}.csv: 40 launches, footprints 0.25x..8x of L2, many heads of short N and few heads of long N, fa2_tc causal
 too) and fa1's band between the sweep's head counts (ncu/band). Held out: the older H100 ncu rows (ncu_fa1, ncu_fa2,
-ncu_fa2_tc.csv), the H100's repeated fa1 launches (ncu/repeat) and every H200 row. Where fa1's re-reads turn from
-hits to misses, identical launches differ by up to 2.4x (ncu/repeat), so there the rule is held to the spread of
-repeated launches and to mean errors, not to 10% a row. Below 0.25x of L2 the kernels move 1-5 MB and ncu's write
-counts carry a few hundred kB of stray write-backs.
+ncu_fa2_tc.csv), the H100's repeated fa1 launches (ncu/repeat), fa2's and fa2_tc's band between the sweep's rows
+(ncu/band2) and every H200 row. Where fa1's re-reads turn from hits to misses, identical launches differ by up to
+2.4x (ncu/repeat), so there the rule is held to the spread of repeated launches and to mean errors, not to 10% a
+row. Below 0.25x of L2 the kernels move 1-5 MB and ncu's write counts carry a few hundred kB of stray write-backs.
 """
 
 import csv
@@ -81,7 +81,7 @@ def test_dram_bytes_within_10_percent_of_ncu_from_quarter_to_8x_l2(kernel):
 
 
 def test_fa1_misses_10_percent_only_where_identical_launches_differ():
-    """fa1 on the training rows (sweep and band, 0.25x..8x of L2): mean error 5.8%, and every row more than 10% off
+    """fa1 on the training rows (sweep and band, 0.25x..8x of L2): mean error 5.7%, and every row more than 10% off
     (6 of 35; worst +42% at 192 heads of N = 256) has a mean re-use distance between half of L2 and the end of the
     rule's ramp (0.50-0.74x here), the range where the repeated launches (ncu/repeat, 0.49-0.87x) differ among
     themselves by up to 2.4x."""
