@@ -23,7 +23,8 @@ class Calibration:
     source: str                      # "spec" or the file it came from
     dram_bw_bps: float               # achievable DRAM bandwidth, bytes read + written per second
     l2_bw_bps: float                 # achievable L2 bandwidth
-    l2_effective_bytes: float        # data that stays in L2 under re-reads (below the nominal size on split L2s)
+    l2_effective_bytes: float        # data that stays in L2 under re-reads (the read sweep); reported, not priced:
+                                     # the DRAM rule scales with the device's L2 (model/memory.py)
     smem_wavefronts_per_clk: float   # shared-memory wavefronts per clock per SM (1.0 = 128 B/clk)
     fp32_lanes_per_clk: float        # FP32 lanes per clock per SM actually sustained
     sfu_lanes_per_clk: float         # MUFU (ex2) lanes per clock per SM
