@@ -47,7 +47,15 @@ SWEEP = {k: rows(NCU / f"ncu_dram_{k}.csv") for k in KERNELS}
 OLDER = {k: rows(NCU / f"ncu_{k}.csv") for k in KERNELS}
 # the same sweep on the H200 (60 MiB of L2), whose DRAM counters no constant was fitted to
 H200 = gpu.resolve("h200")
-SWEEP_H200 = {k: rows(NCU.parents[1] / "h200" / "ncu" / f"ncu_dram_{k}.csv") for k in KERNELS}
+SPECS = {"h100": H100, "h200": H200}
+
+
+def ncu_dirs(sub):
+    """{GPU: its ncu folder ``sub``} for the H100 and the H200."""
+    return {g: NCU.parents[1] / g / "ncu" / sub for g in SPECS}
+
+
+SWEEP_H200 = {k: rows(ncu_dirs("")["h200"] / f"ncu_dram_{k}.csv") for k in KERNELS}
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -195,12 +203,12 @@ def test_h200_dram_bytes_within_10_percent_of_ncu_from_quarter_to_6x_l2(kernel):
     assert max(abs(e) for e in errs) <= 0.10, errs
 
 
-BAND_DIR = {g: NCU.parents[1] / g / "ncu" / "band" for g in ("h100", "h200")}
+BAND_DIR = ncu_dirs("band")
 BAND = {g: rows(d / "ncu_dram_fa1.csv") for g, d in BAND_DIR.items()}
 
 
 def band_errors(g):
-    return np.array([error("fa1", r, None if g == "h100" else H200)[0] for r in BAND[g]])
+    return np.array([error("fa1", r, SPECS[g])[0] for r in BAND[g]])
 
 
 def test_fa1_band_rows_are_the_grid_and_carry_provenance():
@@ -225,9 +233,8 @@ def test_h200_fa1_held_out():
     assert (np.abs(band) <= 0.10).sum() >= 10 and np.abs(band).mean() <= 0.11 and np.abs(band).max() <= 0.35
 
 
-REPEAT_DIR = {g: NCU.parents[1] / g / "ncu" / "repeat" for g in ("h100", "h200")}
-REPEAT = {g: [r for run in ("run1", "run2") for r in rows(REPEAT_DIR[g] / run / "ncu_dram_fa1.csv")]
-          for g in ("h100", "h200")}
+REPEAT_DIR = ncu_dirs("repeat")
+REPEAT = {g: [r for run in ("run1", "run2") for r in rows(d / run / "ncu_dram_fa1.csv")] for g, d in REPEAT_DIR.items()}
 
 
 def launches_by_config(g):
@@ -235,7 +242,7 @@ def launches_by_config(g):
     by, pred = {}, {}
     for r in REPEAT[g]:
         key = (int(r["N"]), int(r["B"]) * int(r["H"]))
-        e, _ = error("fa1", r, None if g == "h100" else H200)
+        e, _ = error("fa1", r, SPECS[g])
         m = float(r["dram__bytes_read.sum"]) + float(r["dram__bytes_write.sum"])
         by.setdefault(key, []).append(m)
         pred[key] = m * (1 + e)
@@ -267,7 +274,7 @@ def test_repeated_fa1_launches_held_out_within_their_spread():
         assert sum(inside) >= need, (g, inside)
 
 
-BAND2_DIR = {g: NCU.parents[1] / g / "ncu" / "band2" for g in ("h100", "h200")}
+BAND2_DIR = ncu_dirs("band2")
 
 
 def test_fa2_and_fa2_tc_between_the_sweeps_rows_held_out():
@@ -275,10 +282,10 @@ def test_fa2_and_fa2_tc_between_the_sweeps_rows_held_out():
     scripts/gpu_run.sh ncu-dram-band2; 0.64-7.7x of L2, nothing fitted to them), where a head's blocks span waves
     and its K/V re-reads can miss: 25 of 27 H100 launches within 10% (mean 3.3%; worst -15% at 8 heads of
     N = 32768, d = 128, which reads 1.67x its compulsory bytes) and 26 of 27 on the H200 (mean 4.1%, worst +12%)."""
-    for g, spec, need, mean, worst in (("h100", None, 25, 0.04, 0.16), ("h200", H200, 26, 0.045, 0.13)):
+    for g, need, mean, worst in (("h100", 25, 0.04, 0.16), ("h200", 26, 0.045, 0.13)):
         env = (BAND2_DIR[g] / "env.txt").read_text()
         assert "ncu-dram-band2" in env and "driver" in env
-        errs = np.array([error(k, r, spec)[0] for k in ("fa2", "fa2_tc")
+        errs = np.array([error(k, r, SPECS[g])[0] for k in ("fa2", "fa2_tc")
                          for r in rows(BAND2_DIR[g] / f"ncu_dram_{k}.csv")])
         assert len(errs) == 27
         assert (np.abs(errs) <= 0.10).sum() >= need and np.abs(errs).mean() <= mean and np.abs(errs).max() <= worst
