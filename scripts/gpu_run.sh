@@ -8,7 +8,7 @@
 #   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | offgrid-tc | offgrid2-tc | repeat-tc | clocked-tc | power-check | sdpa-fresh | head-start-check
 #         | ncu | ncu-tc | ncu-dram | ncu-dram-band | ncu-dram-band2 | ncu-dram-repeat | bench-tc | probe-pipes | probe-fill | probe-clock | probe-coresident | probe-crowd | probe-l2-reuse | probe-ldsm | lone-crowd
 #         | probe-wgmma | probe-dispatch | probe-cold | trace-tc | trace-tc-late | sdpa-kernels | sdpa-calls | ncu-stalls
-#         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | ncu-tc-sass | ncu-tc-sass-full | probe-icache | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
+#         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | ncu-tc-sass | ncu-tc-sass-full | probe-icache | probe-power | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
 #   power-check: long fa2_tc launches with the SM clock and power sampled (examples/grids/power-check.yaml)
 #   clocked-tc: time the whole fa2_tc grid with each run's SM clock measured (RUN=2: a second file)
 #   repeat-tc: time the whole fa2_tc grid again into fa2_tc.repeat.csv (the data's own repeatability)
@@ -94,6 +94,7 @@ case $step in
   probe-pipes) python3 scripts/probe_pipes.py "$OUT/pipes.json" ;;
   probe-fill) python3 scripts/probe_fill.py "$OUT/fill.json" ;;             # cp.async fills beside ldmatrix reads
   probe-coresident) python3 scripts/probe_coresident.py "$OUT/coresident.json" ;;   # one tile at 1, 2, 4 blocks a SM
+  probe-power) python3 scripts/probe_power.py "$OUT/power.json" ;;      # watts and SM clock under each pipe's load
   probe-clock) python3 scripts/probe_clock.py "$OUT/clock.json" ;;          # spin clocks: in-kernel timer against events
   probe-crowd) python3 scripts/probe_crowd.py "$OUT/crowd.json" ;;          # tile waits from L2 / DRAM against SMs loading
   probe-l2-reuse)     # L2's re-use misses by re-use distance, read-only, re-written and beside a stream (ncu counts)
