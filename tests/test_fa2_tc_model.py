@@ -279,7 +279,7 @@ def _load_wait_per_tile(B, H, N, d, Br, Bc, warps, **costs):
         fits = dict(cal.path_fits, fa2_tc={"costs": c})
         p = engine.evaluate(spec, k, shape, t, dataclasses.replace(cal, path_fits=fits))
         assert p.launch.grid_blocks <= spec.sm_count * p.blocks_per_sm          # one round
-        return float(p.timing.times_s["latency"]) * spec.clock_hz
+        return float(p.timing.times_s["latency"]) * spec.tensor_clock_hz      # the clock a tensor-core launch runs at
 
     free = latency({**fit, "load": 0.0, "load_miss": 0.0, "miss_latency": 0.0})
     return (latency(fit) - free) / (N / Bc), 2 * fit["load_miss"]
@@ -291,7 +291,7 @@ def test_an_in_step_miss_waits_what_its_phases_leave_of_its_latency():
     it overlaps, and at least load_miss. Nsight Compute's long-scoreboard stalls of lone launches (B1 H1 N8192,
     tc_sass/stalls_per_tile.json, nothing fitted to them) order the 4-warp tiles the same way: 910 cycles a tile at
     d = 64 64x64, 483 at d = 128 64x64, 70-125 at the 128-row tiles, whose long phases leave only the floor. The
-    model waits 1,090, 790 and the floor (490): it orders them alike, but over-prices the middle one and the floor."""
+    model waits 1,040, 760 and the floor (480): it orders them alike, but over-prices the middle one and the floor."""
     short, floor = _load_wait_per_tile(1, 1, 8192, 64, 64, 64, 4)
     mid, _ = _load_wait_per_tile(1, 1, 8192, 128, 64, 64, 4)
     long64, _ = _load_wait_per_tile(1, 1, 8192, 64, 128, 128, 4)
@@ -393,11 +393,12 @@ def test_in_step_misses_wait_for_dram_to_deliver_every_blocks_tile():
     costs = cal.path_costs("fa2_tc")
     resident = int(wide.launch.grid_blocks)
     assert resident == spec.sm_count * int(wide.blocks_per_sm)          # one full round
-    step = resident * 64 * 128 * 2 / cal.dram_bw_bps * spec.clock_hz    # every block's own K (or V) tile
+    clock = spec.tensor_clock_hz                                        # a tensor-core launch's SM clock
+    step = resident * 64 * 128 * 2 / cal.dram_bw_bps * clock            # every block's own K (or V) tile
     assert step > costs["load_miss"]
     in_step = float(wide.counts.path_load_miss) - 2                     # K and V of the second tile
     assert in_step == 2
-    extra = in_step * (step - costs["load_miss"]) / spec.clock_hz
+    extra = in_step * (step - costs["load_miss"]) / clock
     lat = lambda p: float(p.timing.times_s["latency"])
     assert lat(wide) - lat(one) == pytest.approx(extra, rel=1e-3)
 

@@ -1,7 +1,8 @@
 """The off-grid check (examples/offgrid_tc.py -> examples/benchmarks/offgrid_tc.json): fa2_tc, SDPA flash and cuDNN
 timed on the H100 and the H200 at shapes no committed grid holds, every row held out. The rows are whole and
 checked, truly off the grids, and the model's accuracy on them holds as a regression bound. The second set
-(*.offgrid2.csv) is only checked here, not scored: it waits for the next model change to be judged on it once."""
+(*.offgrid2.csv) stayed unscored until one model change, the tensor clock, was judged on it (README); it is held
+the same way since."""
 import csv
 import json
 from pathlib import Path
@@ -55,16 +56,31 @@ def test_recorded_benchmark_is_what_the_data_gives(record):
 
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
 def test_the_model_holds_off_the_grids(record, gpu):
-    """Off the grids the model keeps its targets (README: fa2_tc 3.9% / 4.3%, SDPA flash 5.6% / 5.8%, cuDNN 6.7% /
-    7.0%, worst rows 20-23%; before the phase-left wait fa2_tc was 4.6% / 4.8%). Its tile ranking does not reach
-    0.95 here either (0.935 / 0.930), and its pick is within 5% of the measured best in 94% / 90% of the 63
-    problems (95% on both before the phase-left wait): the committed grid's 98% overstates the advice."""
+    """Off the grids the model keeps its targets (README: fa2_tc 3.9% / 4.3%, SDPA flash 5.6% / 5.8%, worst rows
+    20-21%; cuDNN 9.8% / 9.1%, worst 32% / 31%, since the tensor clock: 6.7% / 7.0% before). Its tile ranking does
+    not reach 0.95 here either (0.940 / 0.933), and its pick is within 5% of the measured best in 94% / 90% of the
+    63 problems: the committed grid's 99% overstates the advice."""
     tc = record[f"fa2_tc/{gpu}"]
     assert tc["n"] == 312 and tc["problems"] == 63
-    assert tc["mape"] <= 4.5 and tc["max_ape"] <= 22 and tc["spearman"] >= 0.92
+    assert tc["mape"] <= 4.5 and tc["max_ape"] <= 22 and tc["spearman"] >= 0.93
     assert tc["within_5_percent"] >= 0.9 and tc["worst_pick_slowdown"] <= 0.16
     assert record[f"sdpa-flash/{gpu}"]["mape"] <= 6 and record[f"sdpa-flash/{gpu}"]["max_ape"] <= 22
-    assert record[f"sdpa-cudnn/{gpu}"]["mape"] <= 7.5 and record[f"sdpa-cudnn/{gpu}"]["max_ape"] <= 25
+    assert record[f"sdpa-cudnn/{gpu}"]["mape"] <= 10.5 and record[f"sdpa-cudnn/{gpu}"]["max_ape"] <= 33
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_the_second_set_scored_once_for_the_tensor_clock(record, gpu):
+    """The sealed second set, scored once to judge the tensor clock (README; before -> after: fa2_tc 4.39% -> 4.34%
+    (H200 4.46% -> 4.40%), Spearman 0.929 -> 0.931 (0.928 -> 0.931), picks within 5% 95.3% -> 96.9% (96.9% ->
+    98.4%); SDPA flash 6.16% -> 6.13% (5.95% -> 5.93%), worst 25.1% (25.2%); cuDNN 7.98% -> 14.6% (7.60% -> 13.2%)).
+    Held as regression bounds since."""
+    tc = record[f"offgrid2/fa2_tc/{gpu}"]
+    assert tc["n"] == 320 and tc["problems"] == 64
+    assert tc["mape"] <= 4.5 and tc["max_ape"] <= 36 and tc["spearman"] >= 0.925
+    assert tc["within_5_percent"] >= 0.96 and tc["worst_pick_slowdown"] <= 0.12
+    flash, cudnn = record[f"offgrid2/sdpa-flash/{gpu}"], record[f"offgrid2/sdpa-cudnn/{gpu}"]
+    assert flash["mape"] <= 6.5 and flash["max_ape"] <= 26
+    assert cudnn["mape"] <= 15 and cudnn["max_ape"] <= 35
 
 
 def test_fa2_tc_beside_pytorch_in_the_same_run(record):

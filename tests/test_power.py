@@ -31,6 +31,24 @@ def test_long_launches_run_at_the_power_limit_below_the_model_clock():
     assert np.median(busy[:, 1]) < 1850 and np.percentile(busy[:, 1], 90) < 1950  # below the 1980 MHz modelled
 
 
+
+def test_the_longest_launches_run_at_different_clocks_by_tile():
+    """B32 H16 N16384 causal (power-check): 64x64/4w and 128x64/4w run near 1,665-1,695 MHz, 128x128/8w near 1,800
+    (README, Known gaps): the tile that works slowest draws the least. Each row's samples: those drawing over 600 W
+    after the row before it was written and up to a second after its own (its date has whole seconds)."""
+    s = _samples()
+    rows = list(csv.DictReader(open(POWER / "power-check.csv")))
+    stamp = lambda r: datetime.datetime.fromisoformat(r["date"]).timestamp()
+    clocks = {}
+    for prev, r in zip(rows, rows[1:]):
+        if (r["B"], r["N"], r["causal"]) == ("32", "16384", "1"):
+            w = s[(s[:, 0] > stamp(prev)) & (s[:, 0] <= stamp(r) + 1) & (s[:, 2] > 600)]
+            clocks[(r["Br"], r["Bc"], r["threads"])] = float(np.median(w[:, 1]))
+    assert len(clocks) == 3
+    wide = clocks[("128", "128", "256")]
+    assert wide >= 1780 and all(wide - c >= 80 for k, c in clocks.items() if k[2] == "128")
+
+
 PROBE = POWER.parent / "probe"
 H200_PROBE = POWER.parents[1] / "h200" / "probe"
 

@@ -36,7 +36,9 @@ bandwidth, with nothing to overlap them. The DRAM row (``times_s["dram"]``) hold
 which does overlap. A GPU operation a call queues beside its kernels (``Counts.queued_ops``: cuDNN's memset,
 split-KV's combine kernel) adds what the probe measures a second queued operation to cost
 (``Calibration.queued_op_s``). A queued kernel's blocks (``Kernel.companions``) are timed as a launch of their own
-that finds its inputs in L2 (``cold=False``), and ``add`` joins the two.
+that finds its inputs in L2 (``cold=False``), and ``add`` joins the two. Cycles become seconds at the SM clock: the
+GPU's tensor clock (``GPUSpec.tensor_clock_hz``) for a launch whose warps issue tensor-core MMAs, which the power
+probe reads under mma.sync loads while nvidia-smi shows the boost clock, and the boost clock for any other.
 """
 
 from __future__ import annotations
@@ -185,6 +187,10 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     this p-norm before they join the path (Kernel.pipe_p); ``cold=False``: a kernel queued behind another in the
     same call, which finds its inputs in L2 (no cold start)."""
     f32 = np.float32
+    # the SM clock: a launch whose warps issue tensor-core MMAs runs at the GPU's tensor clock (GPUSpec.
+    # tensor_clock_hz), every other at the boost clock
+    tensor = (np.asarray(c.warp_mma) > 0) | (np.asarray(c.warp_wgmma) > 0)
+    clock = np.where(tensor, gpu.tensor_clock_hz, gpu.clock_hz).astype(f32)
     grid = np.asarray(grid_blocks, dtype=f32)
     bpsm = np.asarray(blocks_per_sm).astype(f32)
     bpsm_safe = np.maximum(bpsm, 1)
@@ -220,7 +226,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     own_bytes, kv_bytes = (np.asarray(b, dtype=f32) for b in step_bytes(c, grid, bpsm_safe, gpu.sm_count))
 
     def dram_cycles(nbytes):
-        return (nbytes / f32(cal.dram_bw_bps) * f32(gpu.clock_hz)).astype(f32)
+        return (nbytes / f32(cal.dram_bw_bps) * clock).astype(f32)
 
     step_cycles = dram_cycles(kv_bytes / 2)
     in_step_cost = np.maximum(f32(costs["load_miss"]), step_cycles)
@@ -382,7 +388,6 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         # (SDPA flash), the last block keeps the lone pace.
         run = np.where((queue >= slots) & (step < 0), tf + (s - 1) / s * lone, lone)
         sm_cycles = np.where(spread > 1, np.maximum(sm_cycles, np.maximum(heavy_sm, start + run)), sm_cycles)
-    clock = f32(gpu.clock_hz)
     sm_time = sm_cycles / clock
     times = {k: (full_rounds * parts_f[k] + parts_l[k]) / clock for k in parts_f}
     times["latency"] = (lat + np.maximum(full_rounds + (last > 0) - 1, 0) * lat_later) / clock
@@ -394,7 +399,8 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     # what every launch adds: the empty kernel's event time per kernel, and once the first global round trip after
     # the timing's L2 flush, which every block of the first round waits out together (nothing overlaps it), with
     # the bytes that round's blocks fetch before they compute (their burst), at the DRAM bandwidth
-    per_launch = (cal.launch_overhead_s * launches + (cal.cold_start_cycles / float(clock) if cold else 0.0)
+    cold_s = cal.cold_start_cycles / clock.astype(float) if cold else 0.0
+    per_launch = (cal.launch_overhead_s * launches + cold_s
                   + burst / cal.dram_bw_bps + cal.queued_op_s * np.asarray(c.queued_ops, dtype=float))
     total = _pnorm([sm_time] + [times[r.name] for r in CHIP_RESOURCES], cal.overlap_p) + per_launch
     best = np.zeros(np.shape(total), dtype=np.int8)
