@@ -85,6 +85,10 @@ CHIP_RESOURCES = (
     ChipResource("dram", lambda c, mem: mem.dram_bytes, lambda cal: cal.dram_bw_bps),
 )
 RESOURCES = tuple(r.name for r in SM_RESOURCES) + ("latency",) + tuple(r.name for r in CHIP_RESOURCES)
+# What the blocks in service still hold when a block dispatched after the first round starts, over a renewal
+# process's mean residual per slot: 0.63-1.06 in the 11 traced causal launches, mean 0.87 (probe/fa2_tc_trace*.json;
+# tests/test_dispatch.py)
+LIST_RESIDUAL = 0.87
 
 
 @dataclass(frozen=True)
@@ -364,7 +368,12 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         heads = grid / hb
         queue = np.where(step < 0, (heads - 1) * hb, grid - 1)
         after = np.where(step < 0, (heads - 1) / heads, 1 - s / grid)
-        start = np.where(queue >= slots, after * sm_cycles, f32(0))
+        # List scheduling: it starts as a slot frees once the blocks before it are dispatched, when the slots have
+        # served their work less what the blocks still in service hold: per slot, LIST_RESIDUAL times a renewal
+        # process's mean residual E[d^2] / (2 E[d]), d a block's duration (its work's share of a full round's time;
+        # linear in the block's place in its head: E[w^2] = 1 + step^2 (hb^2 - 1) / 12 of the mean work's square)
+        residual = f32(LIST_RESIDUAL) * tf * (1 + step ** 2 * (hb ** 2 - 1) / 12) / 2
+        start = np.where(queue >= slots, np.maximum(after * sm_cycles - residual, 0), f32(0))
         # When the first round's slots free up fast enough to dispatch it (queue - slots + 1 <= slots frees), it
         # starts as the k-th lightest first-round block ends, k = queue - slots + 1 (k_th): that block's work at the
         # pace of a full round. The first round holds F = slots // hb blocks of each position in a head, and one
