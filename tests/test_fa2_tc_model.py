@@ -1,6 +1,7 @@
 """The tensor-core kernel models without a GPU: the instance table matches the CUDA source, the causal tile count
 and the split-KV heuristic match literal loops, and the library presets follow FlashAttention-2's tables."""
 
+import itertools
 import math
 import re
 from pathlib import Path
@@ -524,3 +525,20 @@ def test_only_a_shortest_first_causal_block_misses_its_diagonal_in_later_rounds(
     tile. FlashAttention-2 dispatches the lightest first: none has, so that load still misses (share 1)."""
     c = api.predict(gpu="h100", kernel=kernel, B=8, H=16, N=2048, d=128, dtype="fp16", causal=causal).prediction
     assert float(c.counts.later_miss_share) == share
+
+
+@pytest.mark.parametrize("gpu_key", ["h100", "h200", "a100-80gb", "rtx3090", "h100-pcie"])
+def test_no_launch_ends_before_its_busiest_resource(gpu_key):
+    """A prediction is never shorter than the time any one SM resource needs for the launch's work (its time alone,
+    ``times_s``): on an unprobed A100 the p-norm with the H100's fitted path fell up to 15% below its tensor pipe's
+    time before the floor (timing.predict)."""
+    from perfmodel.hw import gpu
+
+    spec = gpu.resolve(gpu_key)
+    for kernel in ("fa2_tc", "sdpa-flash", "fa2"):
+        for d, causal, N, BH in itertools.product((64, 128), (False, True), (512, 8192), (1, 64, 512)):
+            dtype = "fp32" if kernel == "fa2" else "fp16"
+            r = api.predict(gpu=spec, kernel=kernel, B=1, H=BH, N=N, d=d, dtype=dtype, causal=causal and kernel != "fa2")
+            alone = r.prediction.timing.times_s
+            busiest = max(float(np.asarray(alone[k])) for k in ("tensor", "wgmma", "fp32", "sfu", "issue", "smem"))
+            assert float(np.asarray(r.time_s)) >= busiest * (1 - 1e-6), (kernel, d, causal, N, BH)

@@ -15,7 +15,7 @@ A round of r blocks costs
 (the fetch row: the issue slots code a block passes through once loses while co-resident blocks of uneven work sit
 elsewhere in it, at the instruction-cache probe's supply, ``fetch_instructions``; it joins the issue row as one part),
 joined by a p-norm, (sum t^p)^(1/p): with few warps the path dominates, with many the pipes do, and in between both
-count; a kernel's fit may let p fall with the query rows each scheduler holds of one block (``overlap_rows``,
+count (and never less than the busiest resource's own time over the launch); a kernel's fit may let p fall with the query rows each scheduler holds of one block (``overlap_rows``,
 ``Counts.sched_rows``). A kernel whose pipes were measured together (``Kernel.pipe_p``: the pipe-mix probe's p)
 joins them by that p first, so the path's p (fitted) governs only how co-resident warps hide its latency. A kernel
 whose warps use some resources one after another, each waiting on the last, names them in ``Kernel.serial``: the
@@ -397,6 +397,11 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         # (SDPA flash), the last block keeps the lone pace.
         run = np.where((queue >= slots) & (step < 0), tf + (s - 1) / s * lone, lone)
         sm_cycles = np.where(spread > 1, np.maximum(sm_cycles, np.maximum(heavy_sm, start + run)), sm_cycles)
+    # No launch ends before its busiest SM resource has served its work (the p-norm, whose path may price a warp's
+    # own work faster than its sub-partition serves it, can fall below that on GPUs whose pipes the fits never saw:
+    # an unprobed A100's tensor pipe; added, it changed no prediction of the H100's and H200's measured rows)
+    sm_cycles = np.maximum(sm_cycles, functools.reduce(np.maximum, [full_rounds * parts_f[k] + parts_l[k]
+                                                                   for k in parts_f]))
     sm_time = sm_cycles / clock
     times = {k: (full_rounds * parts_f[k] + parts_l[k]) / clock for k in parts_f}
     times["latency"] = (lat + np.maximum(full_rounds + (last > 0) - 1, 0) * lat_later) / clock
