@@ -45,7 +45,8 @@ def compute() -> dict:
     for name, prefix in (("offgrid", ""), ("offgrid2", "offgrid2/"), ("offgrid3", "offgrid3/")):
         score(name, prefix, out)
     out["command"] = "python examples/offgrid_tc.py"
-    out["note"] = "every row held out; predicted with the shipped calibrations (the H200: nothing fitted to its timings)"
+    out["note"] = ("every row held out; predicted with the shipped calibrations (the H200: nothing fitted to its "
+                   "timings)")
     return out
 
 

@@ -1,15 +1,16 @@
 """Power and SM clock under each pipe's load (the power probe): what a kernel's activity costs in watts, and what clock
-the GPU holds when that exceeds its power limit. The timing model runs every kernel at the spec's boost clock; timed,
-long fa2_tc launches run at 1,650-1,830 MHz under the H100's 700 W limit, and not all tiles alike (power-check). To
-predict that clock from a kernel's counts, a model needs the energy of each kind of work, measured on work whose
-counts are known: this probe's.
+the GPU holds. Timed, long fa2_tc launches run at 1,650-1,830 MHz under the H100's 700 W limit, and not all tiles
+alike (power-check). To predict that clock from a kernel's counts, a model needs the energy of each kind of work,
+measured on work whose counts are known: this probe's. Its first finding is in the model already: under mma.sync
+loads the SMs run near the datasheet's tensor clock while nvidia-smi shows the boost clock (GPUSpec.tensor_clock_hz).
 
 Each case runs back to back for a few seconds while nvidia-smi samples the SM clock and the power draw every 20 ms:
 the pipe-mix probe's kernel (csrc/probe.cu probe_mix_kernel: per warp and iteration n mma.sync m16n8k16, ldmatrix.x4,
 MUFU.EX2, FFMA; one block an SM) alone and in FlashAttention-2's mixes at several warps an SM; a DRAM copy and a
-DRAM fill (torch); a dense fp16 GEMM (torch.mm, cuBLAS) on random operands and on zeros; and the idle GPU. Per case: the launches' times (CUDA events), each launch's operations, the
-SM clock the kernel itself counted (clock64 span over its event time, last launch), and the samples inside the
-case's window. Nothing here times a FlashAttention kernel.
+DRAM fill (torch); a dense fp16 GEMM (torch.mm, cuBLAS) on random operands and on zeros; and the idle GPU. Per case:
+the launches' times (CUDA events), each launch's operations, the SM clock the kernel itself counted (clock64 span
+over its event time, last launch), and the samples inside the case's window. Nothing here times a FlashAttention
+kernel.
 
 Usage: python3 scripts/probe_power.py OUT.json   (the raw samples go beside it, OUT.smi.csv)"""
 import datetime

@@ -538,7 +538,8 @@ def test_no_launch_ends_before_its_busiest_resource(gpu_key):
     for kernel in ("fa2_tc", "sdpa-flash", "fa2"):
         for d, causal, N, BH in itertools.product((64, 128), (False, True), (512, 8192), (1, 64, 512)):
             dtype = "fp32" if kernel == "fa2" else "fp16"
-            r = api.predict(gpu=spec, kernel=kernel, B=1, H=BH, N=N, d=d, dtype=dtype, causal=causal and kernel != "fa2")
+            r = api.predict(gpu=spec, kernel=kernel, B=1, H=BH, N=N, d=d, dtype=dtype,
+                            causal=causal and kernel != "fa2")
             alone = r.prediction.timing.times_s
             busiest = max(float(np.asarray(alone[k])) for k in ("tensor", "wgmma", "fp32", "sfu", "issue", "smem"))
             assert float(np.asarray(r.time_s)) >= busiest * (1 - 1e-6), (kernel, d, causal, N, BH)

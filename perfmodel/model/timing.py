@@ -15,13 +15,14 @@ A round of r blocks costs
 (the fetch row: the issue slots code a block passes through once loses while co-resident blocks of uneven work sit
 elsewhere in it, at the instruction-cache probe's supply, ``fetch_instructions``; it joins the issue row as one part),
 joined by a p-norm, (sum t^p)^(1/p): with few warps the path dominates, with many the pipes do, and in between both
-count (and never less than the busiest resource's own time over the launch); a kernel's fit may let p fall with the query rows each scheduler holds of one block (``overlap_rows``,
-``Counts.sched_rows``). A kernel whose pipes were measured together (``Kernel.pipe_p``: the pipe-mix probe's p)
-joins them by that p first, so the path's p (fitted) governs only how co-resident warps hide its latency. A kernel
-whose warps use some resources one after another, each waiting on the last, names them in ``Kernel.serial``: the
-times of the resources in one group add before the group joins the rest (a member given as (name, share) adds that
-share of its time; the rest joins the others; a group naming "latency" adds the block's latency path too, for a
-kernel whose warps wait out that path between their pipe phases). A kernel whose warp waits on its own work on some
+count (never less than the busiest resource's own time over the launch); a kernel's fit may let p fall with the
+query rows each scheduler holds of one block (``overlap_rows``, ``Counts.sched_rows``). A kernel whose pipes were
+measured together (``Kernel.pipe_p``: the pipe-mix probe's p) joins them by that p first, so the path's p (fitted)
+governs only how co-resident warps hide its latency. A kernel whose warps use some resources one after another,
+each waiting on the last, names them in ``Kernel.serial``: the times of the resources in one group add before the
+group joins the rest (a member given as (name, share) adds that share of its time; the rest joins the others; a
+group naming "latency" adds the block's latency path too, for a kernel whose warps wait out that path between their
+pipe phases). A kernel whose warp waits on its own work on some
 pipes (FlashAttention-2 on tensor cores: a warp's MMAs wait on its ldmatrix fragments, its softmax on its MMAs)
 names them in ``Kernel.path_pipes``: one warp's share of that work joins the block's path (at ``own_path`` times the
 SM's rate, a kernel's fit), and co-resident warps overlap one another only through the p-norm (whose p a kernel's
