@@ -1,8 +1,11 @@
 """Long tensor-core launches run power-limited (README, Known gaps): while the d = 128 fa2_tc launches of
 examples/grids/power-check.yaml were timed, nvidia-smi sampled the H100's SM clock and power every 50 ms
-(examples/measurements/h100/power/). Held to that data."""
+(examples/measurements/h100/power/). And the power probe's loads (scripts/probe_power.py -> probe/power*.json on the
+H100 and H200): the clock and power each kind of work runs at (README, the tensor clock). Held to that data."""
 import csv
 import datetime
+import functools
+import json
 from pathlib import Path
 
 import numpy as np
@@ -53,9 +56,8 @@ PROBE = POWER.parent / "probe"
 H200_PROBE = POWER.parents[1] / "h200" / "probe"
 
 
+@functools.lru_cache(maxsize=None)
 def _probe(name, where=PROBE):
-    import json
-
     return json.loads((where / name).read_text())["cases"]
 
 

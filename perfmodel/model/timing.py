@@ -300,9 +300,9 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     # step's DRAM time). A phase lasts its share of the block's tile at the pace of the round (the tile time of
     # ``r_full`` blocks without their loads): beside other blocks the phases stretch and the latency hides. One
     # load's phase holds one GEMM alone (``gemm_phase_share`` of the warp's own tensor and shared-memory work a step)
-    # and one barrier; the other load's, the rest of the step. The other misses (a block's first tiles, whose wait the prologue's round
-    # trip and the burst hold, and a causal block's diagonal tiles) keep the flat cost, as does every miss without
-    # a fitted latency or of a kernel whose loads overlap no phase.
+    # and one barrier; the other load's, the rest of the step. The other misses (a block's first tiles, whose wait
+    # the prologue's round trip and the burst hold, and a causal block's diagonal tiles) keep the flat cost, as does
+    # every miss without a fitted latency or of a kernel whose loads overlap no phase.
     t_full = thr_cycles(r_full)                  # a full round's SM resources (the rounds below share them)
     steps = np.asarray(c.load_steps, dtype=f32)
     in_step_wait = in_step_cost
@@ -401,10 +401,10 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     # No launch ends before its busiest SM resource has served its work (the p-norm, whose path may price a warp's
     # own work faster than its sub-partition serves it, can fall below that on GPUs whose pipes the fits never saw:
     # an unprobed A100's tensor pipe; added, it changed no prediction of the H100's and H200's measured rows)
-    sm_cycles = np.maximum(sm_cycles, functools.reduce(np.maximum, [full_rounds * parts_f[k] + parts_l[k]
-                                                                   for k in parts_f]))
+    busy = {k: full_rounds * parts_f[k] + parts_l[k] for k in parts_f}      # each SM resource's cycles, all rounds
+    sm_cycles = np.maximum(sm_cycles, functools.reduce(np.maximum, busy.values()))
     sm_time = sm_cycles / clock
-    times = {k: (full_rounds * parts_f[k] + parts_l[k]) / clock for k in parts_f}
+    times = {k: v / clock for k, v in busy.items()}
     times["latency"] = (lat + np.maximum(full_rounds + (last > 0) - 1, 0) * lat_later) / clock
     for res in CHIP_RESOURCES:
         times[res.name] = np.asarray(res.work(c, mem) / res.rate(cal), dtype=f32)
