@@ -351,8 +351,9 @@ def test_later_rounds_find_their_tiles_in_l2():
             assert 0 < t_all - float(p.time_s) <= bound
 
 
-def _fa2_tc_costs_and_timing(shape_args, tiles, later_miss_share=None):
-    """(spec, cal, prediction, time with later_miss_share replaced) of fa2_tc on the H100."""
+def _fa2_tc_costs_and_timing(shape_args, tiles, later_miss_share=None, **costs):
+    """(spec, cal, prediction, time with later_miss_share replaced) of fa2_tc on the H100, its fitted path costs
+    with ``costs`` replaced."""
     import dataclasses
 
     from perfmodel.hw import calibration, gpu
@@ -360,7 +361,7 @@ def _fa2_tc_costs_and_timing(shape_args, tiles, later_miss_share=None):
     from perfmodel.shape import make_shape
 
     spec = gpu.resolve("h100")
-    cal = calibration.resolve(spec)
+    cal = _with_costs(calibration.resolve(spec), "fa2_tc", **costs)
     k = get("fa2_tc")
     p = engine.evaluate(spec, k, make_shape(*shape_args), tiles, cal)
     c = p.counts
@@ -396,15 +397,9 @@ def test_in_step_misses_wait_for_dram_to_deliver_every_blocks_tile():
     when that takes longer than a miss. One block alone does not; the paths differ by exactly that. (With the flat
     miss cost, miss_latency = 0: a lone block's in-step miss may also wait out what its phase leaves of the fitted
     latency, which the test of the phase-left wait holds.)"""
-    from perfmodel.hw import calibration, gpu
-    from perfmodel.model import engine
-    from perfmodel.shape import make_shape
-
     tiles = fa2_tc.FA2TCTiles(128, 64, 4)
-    spec = gpu.resolve("h100")
-    cal = _with_costs(calibration.resolve(spec), "fa2_tc", miss_latency=0.0)
-    one, wide = (engine.evaluate(spec, get("fa2_tc"), make_shape(B, H, 128, 128, "fp16", False), tiles, cal)
-                 for B, H in ((1, 1), (8, 33)))
+    spec, cal, one, _ = _fa2_tc_costs_and_timing((1, 1, 128, 128, "fp16", False), tiles, miss_latency=0.0)
+    spec, cal, wide, _ = _fa2_tc_costs_and_timing((8, 33, 128, 128, "fp16", False), tiles, miss_latency=0.0)
     costs = cal.path_costs("fa2_tc")
     resident = int(wide.launch.grid_blocks)
     assert resident == spec.sm_count * int(wide.blocks_per_sm)          # one full round
