@@ -1,5 +1,5 @@
 """One fa2_tc tile timed at one, two, three or four blocks a SM in the same many-wave grid (scripts/probe_coresident.py
--> examples/measurements/h100/probe/coresident.json; README Known gaps): the record is whole and checked, the model
+-> examples/measurements/h100/probe/coresident.json; docs/known-gaps.md): the record is whole and checked, the model
 sees the same occupancy the launch had, and what the runs show about the model's join holds."""
 import functools
 import json

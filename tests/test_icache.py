@@ -1,4 +1,4 @@
-"""The instruction-cache evidence README's Known gaps cites for flash's ragged causal launches, held to the committed
+"""The instruction-cache evidence docs/known-gaps.md cites for flash's ragged causal launches, held to the committed
 data: the probe's instruction supply at each code footprint (examples/measurements/h100/probe/icache.json,
 scripts/probe_icache.py) and the code size and issue rate of flash's causal launches read off their SASS
 (examples/measurements/h100/flash_sass, scripts/ncu_sdpa_sass.sh via gpu_run.sh's ncu-flash-sass step)."""

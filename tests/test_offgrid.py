@@ -1,7 +1,7 @@
 """The off-grid check (examples/offgrid_tc.py -> examples/benchmarks/offgrid_tc.json): fa2_tc, SDPA flash and cuDNN
-timed on the H100 and the H200 at shapes no committed grid holds, every row held out. The rows are whole and
-checked, truly off the grids, and the model's accuracy on them holds as a regression bound. The second set
-(*.offgrid2.csv) stayed unscored until one model change, the tensor clock, was judged on it (README); the third
+timed on the H100 and the H200 at shapes no committed grid holds, every row held out. The rows are whole and checked,
+truly off the grids, and the model's accuracy on them holds as a regression bound. The second set (*.offgrid2.csv)
+stayed unscored until one model change, the tensor clock, was judged on it (docs/tensorcore.md); the third
 (*.offgrid3.csv) until the next, the list-scheduling residual, was judged on it by a rule set before. Both are held
 the same way since. The fourth (*.offgrid4.csv) is only checked here, not scored: it waits for the next model change
 to be judged on it once."""
@@ -85,17 +85,17 @@ def held(record, name, gpu, tc, flash, cudnn):
 
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
 def test_the_second_set_scored_once_for_the_tensor_clock(record, gpu):
-    """The sealed second set, scored once to judge the tensor clock (README; before -> after: fa2_tc 4.39% -> 4.34%
-    (H200 4.46% -> 4.40%), Spearman 0.929 -> 0.931 (0.928 -> 0.931), picks within 5% 95.3% -> 96.9% (96.9% ->
-    98.4%); SDPA flash 6.16% -> 6.13% (5.95% -> 5.93%), worst 25.1% (25.2%); cuDNN 7.98% -> 14.6% (7.60% -> 13.2%)).
-    Since the list-scheduling residual: fa2_tc 3.2% / 3.1% (worst 26% / 25%), Spearman 0.942 / 0.939, picks within
-    5% 100% / 97% (worst 4.4% / 5.8%); SDPA flash 5.4% / 5.1% (worst 17% / 18%); cuDNN 12.4% / 11.2%."""
+    """The sealed second set, scored once to judge the tensor clock (docs/tensorcore.md; before -> after: fa2_tc 4.39%
+    -> 4.34% (H200 4.46% -> 4.40%), Spearman 0.929 -> 0.931 (0.928 -> 0.931), picks within 5% 95.3% -> 96.9% (96.9%
+    -> 98.4%); SDPA flash 6.16% -> 6.13% (5.95% -> 5.93%), worst 25.1% (25.2%); cuDNN 7.98% -> 14.6% (7.60% ->
+    13.2%)). Since the list-scheduling residual: fa2_tc 3.2% / 3.1% (worst 26% / 25%), Spearman 0.942 / 0.939, picks
+    within 5% 100% / 97% (worst 4.4% / 5.8%); SDPA flash 5.4% / 5.1% (worst 17% / 18%); cuDNN 12.4% / 11.2%."""
     held(record, "offgrid2", gpu, tc=(3.5, 27, 0.935, 0.96, 0.06), flash=(5.6, 18.5), cudnn=(13, 27))
 
 
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
 def test_the_third_set_scored_once_for_the_list_scheduling_residual(record, gpu):
-    """The sealed third set, scored once to judge the list-scheduling residual by the rule the README set first
+    """The sealed third set, scored once to judge the list-scheduling residual by the rule docs/tensorcore.md set first
     (before -> after: fa2_tc 4.28% -> 3.27% (H200 4.46% -> 3.26%), Spearman 0.931 -> 0.961 (0.941 -> 0.963), picks
     within 5% 92.2% -> 98.4% (95.3% -> 100%), worst pick 15.6% -> 6.4% (11.8% -> 4.6%); SDPA flash 5.13% -> 3.90%
     (5.10% -> 3.81%); cuDNN 14.7% -> 12.4% (14.1% -> 11.8%)). Held as regression bounds since."""

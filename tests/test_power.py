@@ -1,7 +1,8 @@
-"""Long tensor-core launches run power-limited (README, Known gaps): while the d = 128 fa2_tc launches of
+"""Long tensor-core launches run power-limited (docs/known-gaps.md): while the d = 128 fa2_tc launches of
 examples/grids/power-check.yaml were timed, nvidia-smi sampled the H100's SM clock and power every 50 ms
 (examples/measurements/h100/power/). And the power probe's loads (scripts/probe_power.py -> probe/power*.json on the
-H100 and H200): the clock and power each kind of work runs at (README, the tensor clock). Held to that data."""
+H100 and H200): the clock and power each kind of work runs at (docs/tensorcore.md, the tensor clock). Held to that
+data."""
 import csv
 import datetime
 import functools
@@ -37,7 +38,7 @@ def test_long_launches_run_at_the_power_limit_below_the_model_clock():
 
 def test_the_longest_launches_run_at_different_clocks_by_tile():
     """B32 H16 N16384 causal (power-check): 64x64/4w and 128x64/4w run near 1,665-1,695 MHz, 128x128/8w near 1,800
-    (README, Known gaps): the tile that works slowest draws the least. Each row's samples: those drawing over 600 W
+    (docs/known-gaps.md): the tile that works slowest draws the least. Each row's samples: those drawing over 600 W
     after the row before it was written and up to a second after its own (its date has whole seconds)."""
     s = _samples()
     rows = list(csv.DictReader(open(POWER / "power-check.csv")))
