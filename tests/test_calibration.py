@@ -110,3 +110,35 @@ def test_fit_recovers_known_costs_from_synthetic_timings():
     assert got["dot"] == pytest.approx(truth["dot"], rel=0.01)
     pred, _ = predict_set(ms, H100, dataclasses.replace(cal, path_fits={"fa1": {"costs": got}}))
     assert np.abs(pred / synthetic - 1).max() < 0.01
+
+
+def test_other_architectures_take_only_the_join_parameters_of_a_kernel_fit():
+    """A GPU of another architecture (the A100: sm_80) takes a kernel fit's join parameters (calibration.JOIN_PARAMS,
+    no unit) from h100-sxm's fit (gpus/arch/sm_80.yaml: join_fits_from) and its path costs in cycles from its
+    architecture's file; fa1's and fa2's fits hold no join parameter and carry nothing. A GPU of the same SM (the
+    H100 PCIe) takes the fits whole (path_fits_from), and --no-fits drops both."""
+    h100 = calibration.resolve(H100)
+    a100 = calibration.resolve(gpu.resolve("a100-80gb"))
+    fitted = h100.path_fits["fa2_tc"]["costs"]
+    assert set(a100.path_fits) == {"fa2_tc"} and a100.path_fits["fa2_tc"]["carried"] == "join"
+    got = a100.path_costs("fa2_tc")
+    assert all(got[p] == fitted[p] for p in calibration.JOIN_PARAMS)
+    assert all(got[p] == a100.path_cycles[p] != fitted[p] for p in ("gmem", "load", "load_miss", "fp32"))
+    assert got["miss_latency"] == 0
+    assert "the join's parameters fitted on a training split of h100-sxm" in a100.describe("fa2_tc", "sdpa-flash")
+    pcie = calibration.resolve(gpu.resolve("h100-pcie"))
+    assert pcie.path_costs("fa2_tc") == {**pcie.path_costs("none"), **fitted} and "carried" not in pcie.path_fits["fa2_tc"]
+    assert calibration.resolve(gpu.resolve("a100-80gb"), use_fits=False).path_fits == {}
+
+
+def test_a100_flash_lies_near_the_published_figure():
+    """FlashAttention-2's forward on an A100-SXM4-80GB at d = 128, B = 16, H = 16, N = 8192, non-causal: 203.7 TFLOP/s
+    (yencal/flash-attention-from-scratch's README, via ../shared/reference/tensorcore.md; README, GPU specs). From the
+    spec, sm_80's published constants and fa2_tc's join parameters the model predicts 167 TFLOP/s; without the join
+    parameters (the probe's p 3.9, a warp's own work at the SM's rate) it read 306, the tensor pipe's own limit."""
+    from perfmodel import api
+
+    r = api.predict(gpu="a100-80gb", kernel="sdpa-flash", B=16, H=16, N=8192, d=128, dtype="fp16").to_dict()
+    tflops = r["useful_flops"] / r["time_s"] / 1e12
+    assert 0.75 * 203.7 < tflops < 1.25 * 203.7
+    assert r["path_costs"] == "join fitted"

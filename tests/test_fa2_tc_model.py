@@ -525,8 +525,8 @@ def test_only_a_shortest_first_causal_block_misses_its_diagonal_in_later_rounds(
 @pytest.mark.parametrize("gpu_key", ["h100", "h200", "a100-80gb", "rtx3090", "h100-pcie"])
 def test_no_launch_ends_before_its_busiest_resource(gpu_key):
     """A prediction is never shorter than the time any one SM resource needs for the launch's work (its time alone,
-    ``times_s``): on an unprobed A100 the p-norm with the H100's fitted path fell up to 15% below its tensor pipe's
-    time before the floor (timing.predict)."""
+    ``times_s``): on an unprobed A100 the p-norm fell up to 15% below its tensor pipe's time before the floor
+    (timing.predict), when GPUs of other architectures joined fa2_tc's path at the probe's generic p."""
     from perfmodel.hw import gpu
 
     spec = gpu.resolve(gpu_key)

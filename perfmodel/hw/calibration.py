@@ -74,7 +74,8 @@ class Calibration:
         if key is not None and self.fitted(key):
             fit = self.path_fits[key]
             donor = fit.get("carried_from") or (fit.get("carried_over") or {}).get("from")
-            text += ("; path costs fitted on a training split" + (f" of {donor}" if donor else "")
+            what = ("the join's parameters" if fit.get("carried") == "join" else "path costs")
+            text += (f"; {what} fitted on a training split" + (f" of {donor}" if donor else "")
                      + (f" of {key}" if kernel not in (None, key) else ""))
         return text
 
@@ -126,12 +127,19 @@ def from_spec(gpu: GPUSpec) -> Calibration:
     dram = (gpu.measured_dram_bw_gbps * 1e9 if gpu.measured_dram_bw_gbps
             else gpu.dram_bw_peak * a("dram_bw_fraction"))
     fits = {}
-    donor_key = head.get("path_fits_from")
+    # a probe of the same SM serves its kernels' fits whole (path_fits_from); another architecture's fits lend only
+    # their join parameters (join_fits_from: JOIN_PARAMS, which describe the kernel's code, not the SM's cycles)
+    donor_key = head.get("path_fits_from") or head.get("join_fits_from")
+    whole = "path_fits_from" in head
     if donor_key and donor_key != gpu.key and (builtin_dir() / "calibration" / f"{donor_key}.yaml").exists():
         raw = read_yaml(builtin_dir() / "calibration" / f"{donor_key}.yaml", "calibration file")
         donor = builtin_dir() / "calibration" / f"{donor_key}.yaml"
-        fits = {k: {"costs": _costs(donor, f"path_fits.{k}.costs", v.get("costs")), "carried_from": donor_key}
-                for k, v in ((raw or {}).get("path_fits") or {}).items()}
+        for k, v in ((raw or {}).get("path_fits") or {}).items():
+            costs = _costs(donor, f"path_fits.{k}.costs", v.get("costs"))
+            if not whole:
+                costs = {p: c for p, c in costs.items() if p in JOIN_PARAMS}
+            if costs:
+                fits[k] = {"costs": costs, "carried_from": donor_key, **({} if whole else {"carried": "join"})}
     note = head.get("basis", sm) + ("" if sm == gpu.sm else f"; {sm} constants assumed for {gpu.sm}")
     return Calibration(
         source=f"spec + {sm} constants",
@@ -191,6 +199,12 @@ FIT_PARAMS = {"overlap": "the p of the p-norm joining a block's path and the SM'
               "miss_latency": "cycles from issuing a tile load that misses L2 to its arrival, of which a block waits "
                               "what the phase the load overlaps does not cover, and at least load_miss "
                               "(Counts.load_steps; default 0: every miss costs load_miss)"}
+# the FIT_PARAMS without a unit: how a kernel's warps overlap their own work and one another's (the join's p, its fall
+# with the rows a scheduler holds, the rate of a warp's own work on its path). They describe the kernel's code, so a
+# GPU of another architecture takes them from a fit of the kernel elsewhere (gpus/arch: join_fits_from), while its
+# path costs in cycles stay its architecture's: without them FlashAttention-2's join fell back to the probe's p (3.9,
+# near a max), which priced its in-warp chain of MMAs and softmax as if other warps hid all of it
+JOIN_PARAMS = ("overlap", "overlap_rows", "own_path")
 # where a fit starts a FIT_PARAM that has no value yet (0 would be a fixed point of the fit's log-space steps);
 # miss_latency: the crowd probe's copy-and-wait of a 16 KB tile from DRAM, one block an SM, on the H100: 1,387-1,476
 # cycles (examples/measurements/h100/probe/crowd.json)
