@@ -143,6 +143,8 @@ def test_measure_without_torch_or_gpu_is_one_line(tmp_path):
 @pytest.mark.parametrize("args,needle", [
     (["predict", "--gpu", "gtx1080", "--kernel", "fa2_tc", "--dtype", "fp16", "--N", "512", "--d", "128"],
      "needs fp16/bf16 tensor cores"),
+    (["predict", "--gpu", "a100", "--kernel", "sdpa-cudnn", "--dtype", "fp16", "--N", "512", "--d", "64"],
+     "models cuDNN's Hopper kernel"),
     (["predict", "--gpu", "h100", "--kernel", "sdpa-flash", "--dtype", "fp16", "--N", "512", "--d", "512"],
      "must be a multiple of 8, at most 256"),
     (["predict", "--gpu", "h100", "--kernel", "fa2_tc", "--dtype", "fp16", "--N", "512", "--d", "96"],

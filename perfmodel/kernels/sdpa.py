@@ -329,6 +329,13 @@ class SDPACudnn(_SDPA):
                                    path_load=0 * c.path_load, path_load_miss=0 * c.path_load_miss,
                                    load_steps=0 * c.path_load_miss)
 
+    def constraints(self, gpu, shape, tiles):
+        """FA2's tensor-core limits, and Hopper: the preset is cuDNN's sm_90 kernel (warpgroup MMAs fed by TMA), which
+        no other architecture runs (cuDNN picks other kernels there, which nothing here describes)."""
+        return super().constraints(gpu, shape, tiles) + [
+            (np.asarray(gpu.sm == "sm_90"), f"models cuDNN's Hopper kernel (wgmma, TMA: sm_90); {gpu.name} is "
+                                            f"{gpu.sm}")]
+
     def smem_bytes(self, shape, tiles):
         """The launch's shared memory at its own 128 x 128 tiles (K/V stages beyond one tile each); else one Q and
         one K and V tile."""
