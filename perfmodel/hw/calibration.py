@@ -65,6 +65,13 @@ class Calibration:
     def fitted(self, key: str) -> bool:
         return key in self.path_fits
 
+    def path_basis(self, key: str) -> str:
+        """Where kernel ``key``'s path costs come from, in a word: "fitted", "join fitted" (only the join's parameters,
+        from another architecture's fit: JOIN_PARAMS) or the calibration's basis."""
+        if not self.fitted(key):
+            return self.basis
+        return "join fitted" if self.path_fits[key].get("carried") == "join" else "fitted"
+
     def describe(self, key: str | None = None, kernel: str | None = None) -> str:
         """Where the constants come from, in words: probed on this GPU, or the spec with its architecture's
         constants (transferred from another GPU's probe, published figures, estimates); and the path costs of

@@ -83,6 +83,5 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
         blocks_per_sm=bpsm, waves=occupancy.waves(gpu, grid, bpsm),
         warps_per_sm=np.minimum(bpsm, np.ceil(grid / gpu.sm_count)) * warps_per_block,
         traffic=mem, timing=t, ceilings=ceil, roofline_time_s=roof, companions=tuple(queued),
-        path_costs=(("join fitted" if cal.path_fits[kernel.fit_key].get("carried") == "join" else "fitted")
-                    if cal.fitted(kernel.fit_key) else cal.basis),
+        path_costs=cal.path_basis(kernel.fit_key),
         constants=cal.describe(kernel.fit_key, kernel.name), notes=(note,) if note else ())
