@@ -26,13 +26,27 @@ def available() -> list[str]:
     return sorted(p.stem for p in (builtin_dir() / "arch").glob("sm_*.yaml"))
 
 
-def nearest(sm: str) -> str:
-    """``sm`` if it has a file, else the architecture with the nearest compute capability."""
-    have = available()
-    if sm in have:
+def _capability(sm: str) -> tuple[int, int]:
+    """(major, minor) of 'sm_89' (8, 9), 'sm_100' (10, 0); (0, 0) for a name without digits."""
+    digits = sm[3:]
+    return (int(digits[:-1]), int(digits[-1])) if digits.isdigit() and len(digits) >= 2 else (0, 0)
+
+
+def closest(sm: str, known) -> str:
+    """Of the architectures ``known``: ``sm`` itself, else one of its major version (one SM family: Ada's sm_89 is
+    Ampere GA102's kind, sm_86, not Hopper's sm_90, though 89 lies nearer 90), the nearest minor first, else the
+    nearest compute capability; the newer on a tie."""
+    known = list(known)
+    if sm in known:
         return sm
-    num = lambda s: int(s[3:]) if s[3:].isdigit() else 0
-    return min(have, key=lambda s: (abs(num(s) - num(sm)), -num(s)))
+    major, minor = _capability(sm)
+    num = lambda s: _capability(s)[0] * 10 + _capability(s)[1]
+    return min(known, key=lambda s: (_capability(s)[0] != major, abs(num(s) - (major * 10 + minor)), -num(s)))
+
+
+def nearest(sm: str) -> str:
+    """``sm`` if it has a file, else the closest architecture that has one (``closest``)."""
+    return closest(sm, available())
 
 
 @lru_cache(maxsize=None)

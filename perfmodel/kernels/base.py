@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfmodel.errors import InputError
+from perfmodel.hw.arch import closest
 from perfmodel.model.counts import Counts
 from perfmodel.shape import AttentionShape, DTYPES, positive_int
 
@@ -174,8 +175,7 @@ class Kernel(ABC):
         """(facts, None) for an architecture with its own data, else (the nearest one's, a note saying so)."""
         if arch in self.arch:
             return self.arch[arch], None
-        known = sorted(self.arch)
-        near = min(known, key=lambda a: abs(int(a[3:]) - int(arch[3:])) if arch[3:].isdigit() else 0)
+        near = closest(arch, sorted(self.arch))
         return self.arch[near], (f"{self.name}: registers and per-step instruction overheads read off {near} "
                                  f"SASS; {arch} is assumed to compile alike")
 
