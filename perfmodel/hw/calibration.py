@@ -81,7 +81,7 @@ class Calibration:
         if key is not None and self.fitted(key):
             fit = self.path_fits[key]
             donor = fit.get("carried_from") or (fit.get("carried_over") or {}).get("from")
-            what = ("the join's parameters" if fit.get("carried") == "join" else "path costs")
+            what = "the join's parameters" if self.path_basis(key) == "join fitted" else "path costs"
             text += (f"; {what} fitted on a training split" + (f" of {donor}" if donor else "")
                      + (f" of {key}" if kernel not in (None, key) else ""))
         return text
@@ -138,9 +138,9 @@ def from_spec(gpu: GPUSpec) -> Calibration:
     # their join parameters (join_fits_from: JOIN_PARAMS, which describe the kernel's code, not the SM's cycles)
     donor_key = head.get("path_fits_from") or head.get("join_fits_from")
     whole = "path_fits_from" in head
-    if donor_key and donor_key != gpu.key and (builtin_dir() / "calibration" / f"{donor_key}.yaml").exists():
-        raw = read_yaml(builtin_dir() / "calibration" / f"{donor_key}.yaml", "calibration file")
-        donor = builtin_dir() / "calibration" / f"{donor_key}.yaml"
+    donor = builtin_dir() / "calibration" / f"{donor_key}.yaml" if donor_key else None
+    if donor_key and donor_key != gpu.key and donor.exists():
+        raw = read_yaml(donor, "calibration file")
         for k, v in ((raw or {}).get("path_fits") or {}).items():
             costs = _costs(donor, f"path_fits.{k}.costs", v.get("costs"))
             if not whole:
