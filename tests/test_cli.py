@@ -150,6 +150,16 @@ def test_measure_without_torch_or_gpu_is_one_line(tmp_path):
     (["predict", "--gpu", "h100", "--kernel", "fa2_tc", "--dtype", "fp16", "--N", "512", "--d", "96"],
      "no compiled instance"),
     (["sweep", "--gpu", "h100", "--kernel", "fa2", "--threads", "33"], "none of the"),
+    # impossible sizes: tensors beyond the device's memory, grids beyond CUDA's limits (the kernels' own grids)
+    (["predict", "--gpu", "h100", "--kernel", "fa2_tc", "--dtype", "fp16", "--N", "1e9", "--d", "64"],
+     "take 1,907.3 GiB; NVIDIA H100 80GB HBM3 has 80 GiB"),
+    (["predict", "--gpu", "gtx1080", "--B", "1", "--H", "64", "--N", "1048576", "--d", "64"], "has 8 GiB"),
+    (["predict", "--gpu", "h100", "--kernel", "fa2", "--B", "300", "--H", "300", "--N", "64", "--d", "64"],
+     "grid 2 x 90000 x 1 (x, y, z) exceeds CUDA's limits"),
+    (["predict", "--gpu", "h100", "--kernel", "fa2_tc", "--dtype", "fp16", "--B", "70000", "--H", "1", "--N", "128",
+      "--d", "64"], "grid 1 x 1 x 70000"),
+    (["predict", "--gpu", "h100", "--kernel", "sdpa-flash", "--dtype", "fp16", "--B", "1", "--H", "70000", "--N", "64",
+      "--d", "64"], "grid 1 x 1 x 70000"),
     (["sweep", "--gpu", "h100", "--N", "1:1000000:1"], "more than 100000 values"),
     (["sweep", "--gpu", "h100", "--csv", "--json"], "choose one"),
     (["validate", "--gpu", "gtx1080", "examples/measurements/h100/fa2.csv"], "cannot run on NVIDIA GeForce GTX 1080"),
@@ -208,3 +218,25 @@ def test_predict_names_a_queued_combine_kernel():
     assert q["grid_blocks"] == 2048 and 0 < q["time_s"] < d["time_s"]
     big = json.loads(run([("16" if a == "1" else a) for a in small] + ["--json"])[1])      # B = 16: no split
     assert big["params"]["B"] == 16 and big["queued_kernels"] == []
+
+
+def test_device_memory_limit_counts_each_kernels_buffers():
+    """Q, K, V and O, plus fa1's l and m and SDPA flash's log-sum-exps and split-KV partials (fp32): a problem just
+    inside the memory with Q, K, V and O alone is refused once the kernel's own buffers are added."""
+    from perfmodel.hw.gpu import resolve as load_builtin
+    from perfmodel.kernels import get
+    from perfmodel.shape import make_shape
+
+    gpu = load_builtin("gtx1080")
+    shape = make_shape(1, 1, 2 ** 24, 32)                     # Q, K, V, O: 8 GiB in fp32, exactly the memory
+    fa1 = get("fa1")
+    tiles = fa1.make_tiles(shape, gpu)
+    assert fa1.device_bytes(shape, tiles) == 8 * 2 ** 30 + 2 * 4 * 2 ** 24
+    assert "take 8.1 GiB" in fa1.why_not(gpu, shape, tiles)
+    flash = get("sdpa-flash")
+    s = make_shape(1, 8, 512, 64, "fp16")
+    t = flash.resolve(load_builtin("h100"), s, flash.make_tiles(s, load_builtin("h100")))
+    # a split-KV launch: (Q tiles, splits, B*H), the grid PyTorch launched for this problem on the H100
+    # (examples/measurements/h100/sdpa_kernels.json: [8, 2, 8])
+    assert [int(g) for g in flash.grid_dims(s, t)] == [8, 2, 8]
+    assert flash.buffer_bytes(s, t) == 4 * 8 * 512 * (1 + int(t.splits) * 65)

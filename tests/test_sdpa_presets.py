@@ -45,6 +45,7 @@ def test_flash_preset_is_the_launched_kernel(r):
     d, Br, Bc, W = (int(x) for x in re.search(r"Flash_fwd_kernel_traits<(\d+), (\d+), (\d+), (\d+)", main["name"]).groups())
     assert (d, Br, Bc, W) == (r["d"], int(t.Br), int(t.Bc), int(t.warps))
     assert np.prod(main["grid"]) == int(k.grid_blocks(sh, t))
+    assert list(main["grid"]) == [int(g) for g in k.grid_dims(sh, t)]     # as launched (CUDA's limits apply to it)
     assert ("splitkv" in main["name"]) == (int(t.splits) > 1) == (len(r["kernels"]) == 2)   # the combine kernel
     assert main["shared memory"] == int(k.smem_bytes(sh, t))
 

@@ -5,7 +5,8 @@ A kernel is one module holding a ``Kernel`` subclass and its ``Tiles`` type, reg
 * identity: ``name``, ``description``, ``source`` (its CUDA file in csrc/), ``dtypes``, ``causal`` support;
 * ``Tiles``: a frozen dataclass of the kernel's tile parameters, with defaults; it maps onto the launch columns
   every measurement CSV has (Br, Bc, threads, pad), and back;
-* the launch shape: ``grid_blocks``, threads (from the tiles), ``smem_bytes``, registers (per-architecture data);
+* the launch shape: ``grid_blocks`` (and ``grid_dims``, the grid as launched), threads (from the tiles),
+  ``smem_bytes``, registers (per-architecture data), ``buffer_bytes`` (device memory beyond Q, K, V and O);
 * ``fits``/``why_not``: vectorised fit test and a derived one-line reason;
 * ``head_counts``: pure counts of one (batch, head) -- no GPU spec, no calibration -- assembled over B*H by
   ``counts``;
@@ -29,6 +30,7 @@ from perfmodel.model.counts import Counts
 from perfmodel.shape import AttentionShape, DTYPES, positive_int
 
 TILE_COLUMNS = ("Br", "Bc", "threads", "pad")   # launch columns of every measurement row
+GRID_X_MAX, GRID_YZ_MAX = 2 ** 31 - 1, 65535     # CUDA's grid limits (compute capability 3.0 and newer)
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,19 @@ class Kernel(ABC):
     @abstractmethod
     def smem_bytes(self, shape: AttentionShape, tiles: Tiles): ...
 
+    def grid_dims(self, shape: AttentionShape, tiles: Tiles) -> tuple:
+        """The grid as launched, (x, y, z): CUDA allows x up to 2**31 - 1 blocks and y and z up to 65535."""
+        return self.grid_blocks(shape, tiles), 1, 1
+
+    def buffer_bytes(self, shape: AttentionShape, tiles: Tiles):
+        """Device memory the launch needs beyond Q, K, V and O (row statistics, split partials); none here."""
+        return 0 * np.asarray(shape.N, np.int64)
+
+    def device_bytes(self, shape: AttentionShape, tiles: Tiles):
+        """Device memory the launch's tensors take: Q, K, V and O, and the kernel's own buffers."""
+        f = lambda x: np.asarray(x, dtype=float)            # float: the products of huge sizes overflow int64
+        return 4 * f(shape.heads) * f(shape.N) * f(shape.d) * shape.element_bytes + f(self.buffer_bytes(shape, tiles))
+
     @property
     def fit_key(self) -> str:
         """Whose fitted path costs this kernel uses (its own, or those of the kernel whose loop forms it shares)."""
@@ -192,7 +207,14 @@ class Kernel(ABC):
         threads = np.asarray(tiles.threads)
         smem = self.smem_bytes(shape, tiles)
         regs = self.facts(gpu.sm)[0].regs
+        gx, gy, gz = (np.asarray(g, dtype=float) for g in self.grid_dims(shape, tiles))
         return self.constraints(gpu, shape, tiles) + [
+            (self.device_bytes(shape, tiles) <= gpu.dram_bytes,
+             f"the problem's tensors (Q, K, V, O and the kernel's buffers) take {{mem}}; {gpu.name} has "
+             f"{gpu.dram_bytes / 2**30:.0f} GiB"),
+            ((gx <= GRID_X_MAX) & (gy <= GRID_YZ_MAX) & (gz <= GRID_YZ_MAX),
+             f"the launch's grid {{grid}} (x, y, z) exceeds CUDA's limits: x up to {GRID_X_MAX}, y and z up to "
+             f"{GRID_YZ_MAX}"),
             (threads <= gpu.max_threads_per_block,
              f"{{threads}} threads per block; {gpu.name} allows at most {gpu.max_threads_per_block}"),
             (threads * regs <= gpu.regs_per_block,
@@ -226,9 +248,13 @@ class Kernel(ABC):
         for cond, reason in self.limits(gpu, shape, tiles):
             if not bool(np.all(cond)):
                 desc = ", ".join(f"{k}={getattr(tiles, k)}" for k in self.Tiles.fields())
+                grid = " x ".join(str(int(np.asarray(g))) for g in self.grid_dims(shape, tiles))
+                gib = float(np.asarray(self.device_bytes(shape, tiles))) / 2**30
+                mem = f"{gib:,.1f} GiB" if gib < 1e6 else f"{gib:.3g} GiB"
                 return f"{self.name}: " + reason.format(threads=int(np.asarray(tiles.threads)),
                                                         tiles=desc + f", d={shape.d}", d=shape.d,
-                                                        smem=int(np.asarray(self.smem_bytes(shape, tiles))))
+                                                        smem=int(np.asarray(self.smem_bytes(shape, tiles))),
+                                                        grid=grid, mem=mem)
         return None
 
     # --- counts -------------------------------------------------------------------------------------------

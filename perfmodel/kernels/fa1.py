@@ -171,6 +171,13 @@ class FA1(Kernel):
     def grid_blocks(self, shape, tiles):
         return arr(shape.B) * arr(shape.H)
 
+    def grid_dims(self, shape, tiles):
+        return arr(shape.B), arr(shape.H), 1                 # fa1.cu: dim3(B, H)
+
+    def buffer_bytes(self, shape, tiles):
+        """l and m, one fp32 value per query row each."""
+        return 2 * F32 * np.asarray(shape.heads, float) * arr(shape.N)
+
     def smem_bytes(self, shape, tiles):
         """Qi (Br x d) + Kj, Vj (Bc x d each) + S (Br x Bc), fp32, unpadded."""
         d, Br, Bc = arr(shape.d), arr(tiles.Br), arr(tiles.Bc)

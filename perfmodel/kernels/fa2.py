@@ -213,6 +213,9 @@ class FA2(Kernel):
     def grid_blocks(self, shape, tiles):
         return arr(shape.B) * arr(shape.H) * cdiv(shape.N, tiles.Br)
 
+    def grid_dims(self, shape, tiles):
+        return cdiv(shape.N, tiles.Br), arr(shape.B) * arr(shape.H), 1      # fa2.cu: (Q tiles, B * H)
+
     def smem_bytes(self, shape, tiles):
         return smem_bytes(shape.d, tiles.Br, tiles.Bc, tiles.pad)
 

@@ -238,6 +238,9 @@ class FA2TC(Kernel):
     def grid_blocks(self, shape, tiles):
         return arr(shape.B) * arr(shape.H) * cdiv(shape.N, tiles.Br)
 
+    def grid_dims(self, shape, tiles):
+        return cdiv(shape.N, tiles.Br), arr(shape.H), arr(shape.B)         # fa2_tc.cu: (Q tiles, H, B)
+
     def launch(self, shape, tiles, arch, regs=None):
         """Each compiled instance's registers (REGS, read off sm_90; other architectures are assumed to compile
         alike, as ``facts`` notes), unless a measured row gives its own."""

@@ -206,6 +206,18 @@ class SDPAFlash(_SDPA):
     COMBINE_CLASSES = {"alu": (544.5, 2.375), "sfu": (43.5, 0.0), "smem": (5.5, 2.375), "const": (10.0, 0.0),
                        "gload": (2.25, 1.0), "sync": (2.0, 0.0)}
 
+    def grid_dims(self, shape, tiles):
+        """flash_fwd_launch_template.h: (Q tiles, B, H); with split-KV (Q tiles, splits, B * H)."""
+        s, B, H = arr(tiles.splits), arr(shape.B), arr(shape.H)
+        return cdiv(shape.N, tiles.Br), np.where(s > 1, s, B), np.where(s > 1, B * H, H)
+
+    def buffer_bytes(self, shape, tiles):
+        """flash_api.cpp's fp32 buffers: the log-sum-exp of every query row, and with split-KV each split's partial
+        O (at the rounded head dim) and log-sum-exp."""
+        rows = np.asarray(shape.heads, float) * arr(shape.N)
+        s = arr(tiles.splits)
+        return 4 * rows * (1 + np.where(s > 1, s * (rounded_head_dim(arr(shape.d)) + 1), 0))
+
     def combine_classes(self, splits):
         """Instructions per warp of each class at ``splits`` splits (COMBINE_CLASSES)."""
         return {k: at2 + per * (arr(splits) - 2) for k, (at2, per) in self.COMBINE_CLASSES.items()}
