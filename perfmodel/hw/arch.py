@@ -51,7 +51,7 @@ def nearest(sm: str) -> str:
 
 @lru_cache(maxsize=None)
 def header(sm: str) -> dict:
-    """The file's top-level keys besides ``values`` (basis, path_fits_from or join_fits_from, name, sources)."""
+    """The file's top-level keys besides ``values`` (basis, path_fits_from or scaled_fits_from, name, sources)."""
     path = builtin_dir() / "arch" / f"{sm}.yaml"
     raw = read_yaml(path, "architecture file") if path.exists() else {}
     return {k: v for k, v in (raw or {}).items() if k != "values"}

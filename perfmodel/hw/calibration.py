@@ -66,11 +66,12 @@ class Calibration:
         return key in self.path_fits
 
     def path_basis(self, key: str) -> str:
-        """Where kernel ``key``'s path costs come from, in a word: "fitted", "join fitted" (only the join's parameters,
-        from another architecture's fit: JOIN_PARAMS) or the calibration's basis."""
+        """Where kernel ``key``'s path costs come from, in a word: "fitted", "fitted, scaled" (another
+        architecture's fit, its costs in cycles scaled to this architecture's latencies: from_spec) or the
+        calibration's basis."""
         if not self.fitted(key):
             return self.basis
-        return "join fitted" if self.path_fits[key].get("carried") == "join" else "fitted"
+        return "fitted, scaled" if self.path_fits[key].get("carried") == "scaled" else "fitted"
 
     def describe(self, key: str | None = None, kernel: str | None = None) -> str:
         """Where the constants come from, in words: probed on this GPU, or the spec with its architecture's
@@ -81,9 +82,10 @@ class Calibration:
         if key is not None and self.fitted(key):
             fit = self.path_fits[key]
             donor = fit.get("carried_from") or (fit.get("carried_over") or {}).get("from")
-            what = "the join's parameters" if self.path_basis(key) == "join fitted" else "path costs"
-            text += (f"; {what} fitted on a training split" + (f" of {donor}" if donor else "")
-                     + (f" of {key}" if kernel not in (None, key) else ""))
+            text += ("; path costs fitted on a training split" + (f" of {donor}" if donor else "")
+                     + (f" of {key}" if kernel not in (None, key) else "")
+                     + (", scaled to this architecture's latencies" if self.path_basis(key) == "fitted, scaled"
+                        else ""))
         return text
 
     def to_dict(self) -> dict:
@@ -125,7 +127,58 @@ def from_spec(gpu: GPUSpec) -> Calibration:
     architecture's constants in cycles (gpus/arch/sm_XY.yaml: another GPU's probe of the same SM, or published
     microbenchmarks; every value there has a source or is marked as an estimate). An architecture without a file
     takes the nearest one's, and says so. DRAM bandwidth is the spec's measured figure, else the datasheet's at
-    the architecture's achievable fraction; the spec's L2 bandwidths are measured figures already."""
+    the architecture's achievable fraction; the spec's L2 bandwidths are measured figures already. The kernels'
+    fitted path costs come from the GPU the architecture file names (carried_fits)."""
+    from perfmodel.hw import arch
+
+    base = _spec_constants(gpu)
+    head = arch.header(arch.nearest(gpu.sm))
+    return dataclasses.replace(base, path_fits=carried_fits(gpu, head, base.path_cycles))
+
+
+def carried_fits(gpu: GPUSpec, head: dict, cycles: dict) -> dict:
+    """The kernels' fits of the GPU an architecture file names, for a GPU without a probe of its own. The same SM
+    (``path_fits_from``) takes them whole. Another architecture (``scaled_fits_from``) takes the unitless ones
+    (JOIN_PARAMS) as they are and each cost in cycles as the same multiple of its own base cost (``cycles``: this
+    architecture's probe-equivalent latencies) that the fit is of the donor's base cost (the donor's probe): what
+    a fit learns beyond the microbenchmarks is how the kernel's code chains those latencies, which the same source
+    compiled for sm_80 or sm_86 repeats (the same HMMA, LDSM, MUFU, barrier and cp.async counts: README, GPU
+    specs). A cost whose base is 0 on either side (no microbenchmark prices it) carries as it is. On the H100 the
+    join's parameters alone, at its probe's latencies, put fa2_tc 17% slow on every measured row, and its probe
+    alone fa2 23% fast: docs/known-gaps.md."""
+    donor_key = head.get("path_fits_from") or head.get("scaled_fits_from")
+    donor = builtin_dir() / "calibration" / f"{donor_key}.yaml" if donor_key else None
+    if not donor_key or donor_key == gpu.key or not donor.exists():
+        return {}
+    whole = "path_fits_from" in head
+    raw = read_yaml(donor, "calibration file") or {}
+    donor_cycles = {}
+    if not whole:
+        from perfmodel.hw import gpu as gpu_mod
+
+        donor_cycles = dict(_spec_constants(gpu_mod.resolve(donor_key)).path_cycles)
+        donor_cycles.update(_costs(donor, "values.path_cycles", (raw.get("values") or {}).get("path_cycles") or {}))
+    fits = {}
+    for k, v in (raw.get("path_fits") or {}).items():
+        costs = _costs(donor, f"path_fits.{k}.costs", v.get("costs"))
+        if not whole:
+            costs = {p: _scaled(p, c, donor_cycles, cycles) for p, c in costs.items()}
+        if costs:
+            fits[k] = {"costs": costs, "carried_from": donor_key, **({} if whole else {"carried": "scaled"})}
+    return fits
+
+
+def _scaled(param: str, cost: float, donor_cycles: dict, cycles: dict) -> float:
+    """A fitted cost carried to another architecture (carried_fits)."""
+    if param in JOIN_PARAMS:
+        return cost
+    key = CYCLE_BASE.get(param, param)
+    d, t = donor_cycles.get(key, 0.0), cycles.get(key, 0.0)
+    return cost * t / d if d > 0 and t > 0 else cost
+
+
+def _spec_constants(gpu: GPUSpec) -> Calibration:
+    """from_spec without the kernels' fits."""
     from perfmodel.hw import arch
 
     sm = arch.nearest(gpu.sm)
@@ -133,20 +186,6 @@ def from_spec(gpu: GPUSpec) -> Calibration:
     head = arch.header(sm)
     dram = (gpu.measured_dram_bw_gbps * 1e9 if gpu.measured_dram_bw_gbps
             else gpu.dram_bw_peak * a("dram_bw_fraction"))
-    fits = {}
-    # a probe of the same SM serves its kernels' fits whole (path_fits_from); another architecture's fits lend only
-    # their join parameters (join_fits_from: JOIN_PARAMS, which describe the kernel's code, not the SM's cycles)
-    donor_key = head.get("path_fits_from") or head.get("join_fits_from")
-    whole = "path_fits_from" in head
-    donor = builtin_dir() / "calibration" / f"{donor_key}.yaml" if donor_key else None
-    if donor_key and donor_key != gpu.key and donor.exists():
-        raw = read_yaml(donor, "calibration file")
-        for k, v in ((raw or {}).get("path_fits") or {}).items():
-            costs = _costs(donor, f"path_fits.{k}.costs", v.get("costs"))
-            if not whole:
-                costs = {p: c for p, c in costs.items() if p in JOIN_PARAMS}
-            if costs:
-                fits[k] = {"costs": costs, "carried_from": donor_key, **({} if whole else {"carried": "join"})}
     note = head.get("basis", sm) + ("" if sm == gpu.sm else f"; {sm} constants assumed for {gpu.sm}")
     return Calibration(
         source=f"spec + {sm} constants",
@@ -173,7 +212,6 @@ def from_spec(gpu: GPUSpec) -> Calibration:
             "shfl": a("smem_latency_cycles"),   # estimate: a shuffle crosses the same crossbar as a shared load
             "local": a("smem_latency_cycles"),  # estimate: a spill reload is an L1 hit, as close as a shared load
         },
-        path_fits=fits,
         fetch_once_ipc=arch.table(sm, "fetch_once_ipc") or {},
         basis_note=note,
     )
@@ -208,10 +246,12 @@ FIT_PARAMS = {"overlap": "the p of the p-norm joining a block's path and the SM'
                               "(Counts.load_steps; default 0: every miss costs load_miss)"}
 # the FIT_PARAMS without a unit: how a kernel's warps overlap their own work and one another's (the join's p, its fall
 # with the rows a scheduler holds, the rate of a warp's own work on its path). They describe the kernel's code, so a
-# GPU of another architecture takes them from a fit of the kernel elsewhere (gpus/arch: join_fits_from), while its
-# path costs in cycles stay its architecture's: without them FlashAttention-2's join fell back to the probe's p (3.9,
-# near a max), which priced its in-warp chain of MMAs and softmax as if other warps hid all of it
+# GPU of another architecture takes them as they are from a fit of the kernel elsewhere (gpus/arch:
+# scaled_fits_from; carried_fits): without them FlashAttention-2's join fell back to the probe's p (3.9, near a max),
+# which priced its in-warp chain of MMAs and softmax as if other warps hid all of it
 JOIN_PARAMS = ("overlap", "overlap_rows", "own_path")
+# the FIT_PARAMS in cycles, and the path feature whose base cost scales them to another architecture (carried_fits)
+CYCLE_BASE = {"miss_latency": "load_miss"}
 # where a fit starts a FIT_PARAM that has no value yet (0 would be a fixed point of the fit's log-space steps);
 # miss_latency: the crowd probe's copy-and-wait of a 16 KB tile from DRAM, one block an SM, on the H100: 1,387-1,476
 # cycles (examples/measurements/h100/probe/crowd.json)

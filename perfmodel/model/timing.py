@@ -400,8 +400,9 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         sm_cycles = np.where(spread > 1, np.maximum(sm_cycles, np.maximum(heavy_sm, start + run)), sm_cycles)
     # No launch ends before its busiest SM resource has served its work (the p-norm, whose path may price a warp's
     # own work faster than its sub-partition serves it, can fall below that: it did on an unprobed A100's tensor pipe
-    # while GPUs of other architectures joined at the probe's generic p, before calibration.JOIN_PARAMS carried the
-    # fitted one; added, it changed no prediction of the H100's and H200's measured rows)
+    # while GPUs of other architectures joined at the probe's generic p, before calibration.carried_fits carried the
+    # fitted one; added, it changed no prediction of the H100's and H200's measured rows. It holds the RTX 3090's
+    # FlashAttention-2 launches, whose tensor pipe is slow beside its other resources, to that pipe's time)
     busy = {k: full_rounds * parts_f[k] + parts_l[k] for k in parts_f}      # each SM resource's cycles, all rounds
     sm_cycles = np.maximum(sm_cycles, functools.reduce(np.maximum, busy.values()))
     sm_time = sm_cycles / clock
