@@ -89,7 +89,8 @@ GRID = dict(hit_all=np.arange(0.50, 0.701, 0.02), hit_none=np.arange(0.80, 0.951
             shared_copy=[0.0, 0.25, 0.5, 0.75, 1.0], wave_fade=[0.75, 0.8, 0.85, 0.9, 0.95, 1.0],
             dirty_kept=[0.125],
             writeback_lead=[0.0, 0.03, 0.06, 0.1, 0.15], clean=[0.0, 0.005, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05],
-            crowd_pace=[0.0, 0.25, 0.5, 0.75, 1.0])
+            crowd_pace=[0.0, 0.25, 0.5, 0.75, 1.0],
+            cross_all=np.arange(0.30, 0.901, 0.05), cross_none=np.arange(0.80, 1.801, 0.05))
 
 
 def objective(st, rule):
@@ -106,7 +107,7 @@ def fit(st, start=memory.RULE, grid=GRID):
         for names in steps:
             for vals in itertools.product(*(grid[n] for n in names)):
                 r = dataclasses.replace(rule, **{n: round(float(v), 4) for n, v in zip(names, vals)})
-                if r.hit_none <= r.hit_all:
+                if r.hit_none <= r.hit_all or r.cross_none <= r.cross_all:
                     continue
                 o = objective(st, r)
                 if o < best - 1e-12:
@@ -116,17 +117,19 @@ def fit(st, start=memory.RULE, grid=GRID):
 
 
 def fit_global(st, grid=GRID):
-    """A full search over the hit ramp, the write-back lead and the cross-wave constants (the others at their
-    committed values), then coordinate descent from its best: the descent alone stops at a local optimum."""
-    names = ("hit_all", "hit_none", "writeback_lead", "shared_copy", "wave_fade")
-    best, start = None, memory.RULE
-    for vals in itertools.product(*(grid[n] for n in names)):
-        r = dataclasses.replace(memory.RULE, **{n: round(float(v), 4) for n, v in zip(names, vals)})
-        if r.hit_none <= r.hit_all:
-            continue
-        o = objective(st, r)
-        if best is None or o < best:
-            best, start = o, r
+    """A full search over the hit ramp, the write-back lead and the shared copy (the others at their committed
+    values), then one over the cross-wave ramp and fade from its best, then coordinate descent: the descent alone
+    stops at a local optimum."""
+    start = memory.RULE
+    for names in (("hit_all", "hit_none", "writeback_lead", "shared_copy"), ("cross_all", "cross_none", "wave_fade")):
+        best, base = None, start
+        for vals in itertools.product(*(grid[n] for n in names)):
+            r = dataclasses.replace(base, **{n: round(float(v), 4) for n, v in zip(names, vals)})
+            if r.hit_none <= r.hit_all or r.cross_none <= r.cross_all:
+                continue
+            o = objective(st, r)
+            if best is None or o < best:
+                best, start = o, r
     return fit(st, start, grid)
 
 
@@ -146,6 +149,8 @@ def main():
         "H200 fa1 band": in_range(load_rows([h200 / "band" / "ncu_dram_fa1.csv"], "h200")),
         "H200 fa1 repeats": in_range(load_rows(sorted(h200.glob("repeat/run*/ncu_dram_fa1.csv")), "h200")),
         "H200 fa2/fa2_tc band": in_range(load_rows(sorted(h200.glob("band2/ncu_dram_fa*.csv")), "h200")),
+        "H100 fa2_tc repeats": in_range(load_rows(sorted(h100.glob("repeat-tc/run*/ncu_dram_fa2_tc.csv")))),
+        "H200 fa2_tc repeats": in_range(load_rows(sorted(h200.glob("repeat-tc/run*/ncu_dram_fa2_tc.csv")), "h200")),
     }
     rule = fit_global(stack(train))
     print("fitted on", len(train), "H100 rows:", rule)

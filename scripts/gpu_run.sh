@@ -6,7 +6,7 @@
 #
 #   scripts/gpu_run.sh STEP [MAX_SECONDS]
 #   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | offgrid-tc | offgrid2-tc | offgrid3-tc | offgrid4-tc | repeat-tc | clocked-tc | power-check | sdpa-fresh | head-start-check
-#         | ncu | ncu-tc | ncu-dram | ncu-dram-band | ncu-dram-band2 | ncu-dram-repeat | bench-tc | probe-pipes | probe-fill | probe-clock | probe-coresident | probe-crowd | probe-l2-reuse | probe-ldsm | lone-crowd
+#         | ncu | ncu-tc | ncu-dram | ncu-dram-band | ncu-dram-band2 | ncu-dram-repeat | ncu-dram-repeat-tc | bench-tc | probe-pipes | probe-fill | probe-clock | probe-coresident | probe-crowd | probe-l2-reuse | probe-ldsm | lone-crowd
 #         | probe-wgmma | probe-dispatch | probe-cold | trace-tc | trace-tc-late | sdpa-kernels | sdpa-calls | ncu-stalls
 #         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | ncu-tc-sass | ncu-tc-sass-full | probe-icache | probe-power | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
 #   power-check: long fa2_tc launches with the SM clock and power sampled (examples/grids/power-check.yaml)
@@ -90,6 +90,10 @@ case $step in
       fa2_tc:examples/grids/ncu-dram-fa2_tc-band.yaml ;;
   ncu-dram-repeat)    # the same launches three times each (B x H = 1 x h, 2 x h/2, 4 x h/4) in fa1's band: counter noise
     NCU_METRICS=dram NCU_ONE_PROCESS=1 bash scripts/ncu_run.sh "$OUT" fa1:examples/grids/ncu-dram-fa1-repeat.yaml ;;
+  ncu-dram-repeat-tc) # fa2_tc's long-N launches (K/V re-read across waves) repeated, in two processes: counter noise
+    for run in run1 run2; do
+      NCU_METRICS=dram NCU_ONE_PROCESS=1 bash scripts/ncu_run.sh "$OUT/$run" fa2_tc:examples/grids/ncu-dram-fa2_tc-repeat.yaml
+    done ;;
   bench-tc) python3 scripts/fa2_tc_bench.py bench --out "$OUT/fa2_tc_vs_sdpa.json" ;;
   probe-pipes) python3 scripts/probe_pipes.py "$OUT/pipes.json" ;;
   probe-fill) python3 scripts/probe_fill.py "$OUT/fill.json" ;;             # cp.async fills beside ldmatrix reads
