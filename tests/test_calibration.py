@@ -158,6 +158,8 @@ def test_scaled_fits_on_a_measured_gpu():
     bias = lambda cal, m: float(np.mean(predict_set(m, gpu.match_device_name(m.gpu_name), cal)[0] / m.measured_s) - 1)
     assert bias(dataclasses.replace(h100, path_fits=join_only), ms) > 0.12
     assert abs(bias(h100, ms)) < 0.01
+    fa2 = dataset.load([ROOT / "examples/measurements/h100/fa2.csv"])[0]
+    assert bias(dataclasses.replace(h100, path_fits={}), fa2) < -0.15 and abs(bias(h100, fa2)) < 0.02
     head = {"scaled_fits_from": "h100-sxm"}
     scaled = dataclasses.replace(h200, path_fits=calibration.carried_fits(gpu.resolve("h200"), head, h200.path_cycles))
     for kernel in ("fa2_tc", "fa2"):
