@@ -67,7 +67,7 @@ class Calibration:
 
     def path_basis(self, key: str) -> str:
         """Where kernel ``key``'s path costs come from, in a word: "fitted", "fitted, scaled" (another
-        architecture's fit, its costs in cycles scaled to this architecture's latencies: from_spec) or the
+        architecture's fit, its costs in cycles scaled to this architecture's latencies: carried_fits) or the
         calibration's basis."""
         if not self.fitted(key):
             return self.basis
