@@ -93,6 +93,11 @@ GRID = dict(hit_all=np.arange(0.50, 0.701, 0.02), hit_none=np.arange(0.80, 0.951
             cross_all=np.arange(0.30, 0.901, 0.05), cross_none=np.arange(0.80, 1.801, 0.05))
 
 
+def ramps_ordered(rule) -> bool:
+    """Both hit ramps run from all hits to none as the distance grows."""
+    return rule.hit_all < rule.hit_none and rule.cross_all < rule.cross_none
+
+
 def objective(st, rule):
     return float(np.mean(np.abs(np.log1p(errors(st, rule)))))
 
@@ -107,7 +112,7 @@ def fit(st, start=memory.RULE, grid=GRID):
         for names in steps:
             for vals in itertools.product(*(grid[n] for n in names)):
                 r = dataclasses.replace(rule, **{n: round(float(v), 4) for n, v in zip(names, vals)})
-                if r.hit_none <= r.hit_all or r.cross_none <= r.cross_all:
+                if not ramps_ordered(r):
                     continue
                 o = objective(st, r)
                 if o < best - 1e-12:
@@ -125,7 +130,7 @@ def fit_global(st, grid=GRID):
         best, base = None, start
         for vals in itertools.product(*(grid[n] for n in names)):
             r = dataclasses.replace(base, **{n: round(float(v), 4) for n, v in zip(names, vals)})
-            if r.hit_none <= r.hit_all or r.cross_none <= r.cross_all:
+            if not ramps_ordered(r):
                 continue
             o = objective(st, r)
             if best is None or o < best:

@@ -150,22 +150,18 @@ def carried_fits(gpu: GPUSpec, head: dict, cycles: dict) -> dict:
     donor = builtin_dir() / "calibration" / f"{donor_key}.yaml" if donor_key else None
     if not donor_key or donor_key == gpu.key or not donor.exists():
         return {}
-    whole = "path_fits_from" in head
-    raw = read_yaml(donor, "calibration file") or {}
-    donor_cycles = {}
-    if not whole:
-        from perfmodel.hw import gpu as gpu_mod
+    if "path_fits_from" in head:
+        raw = read_yaml(donor, "calibration file") or {}
+        fits = {k: _costs(donor, f"path_fits.{k}.costs", v.get("costs"))
+                for k, v in (raw.get("path_fits") or {}).items()}
+        return {k: {"costs": c, "carried_from": donor_key} for k, c in fits.items() if c}
+    from perfmodel.hw import gpu as gpu_mod
 
-        donor_cycles = dict(_spec_constants(gpu_mod.resolve(donor_key)).path_cycles)
-        donor_cycles.update(_costs(donor, "values.path_cycles", (raw.get("values") or {}).get("path_cycles") or {}))
-    fits = {}
-    for k, v in (raw.get("path_fits") or {}).items():
-        costs = _costs(donor, f"path_fits.{k}.costs", v.get("costs"))
-        if not whole:
-            costs = {p: _scaled(p, c, donor_cycles, cycles) for p, c in costs.items()}
-        if costs:
-            fits[k] = {"costs": costs, "carried_from": donor_key, **({} if whole else {"carried": "scaled"})}
-    return fits
+    # the donor's own calibration: its fits and the base costs they are multiples of (its probe over its spec's)
+    own = load(donor, gpu_mod.resolve(donor_key))
+    return {k: {"costs": {p: _scaled(p, c, own.path_cycles, cycles) for p, c in f["costs"].items()},
+                "carried_from": donor_key, "carried": "scaled"}
+            for k, f in own.path_fits.items() if f["costs"]}
 
 
 def _scaled(param: str, cost: float, donor_cycles: dict, cycles: dict) -> float:
