@@ -6,7 +6,7 @@ import yaml
 
 ARCH = Path(__file__).resolve().parents[1] / "gpus" / "arch"
 FILES = sorted(ARCH.glob("sm_*.yaml"))
-SM90_ONLY = {"wgmma_fraction"}
+SM90_ONLY = {"wgmma_fraction", "wgmma_wait_cycles"}
 
 
 def _values(p):

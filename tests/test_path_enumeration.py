@@ -77,9 +77,9 @@ def closed(kernel, cfg):
 ALL = [("fa1", c) for c in FA1_CASES] + [("fa2", c) for c in FA2_CASES + FA2_EXTRA]
 
 
-# features of the tensor-core kernels' paths (MMA chains, shuffles, the K/V tile loads a single-buffered loop
-# waits on, spill reloads of the one fa2_tc instance that spills): the fp32 kernels have none
-TENSOR_ONLY = ("mma", "shfl", "load", "load_miss", "local")
+# features of the tensor-core kernels' paths (MMA chains, warpgroup MMA group waits, shuffles, the K/V tile loads
+# a single-buffered loop waits on, spill reloads of the one fa2_tc instance that spills): the fp32 kernels have none
+TENSOR_ONLY = ("mma", "wgmma", "shfl", "load", "load_miss", "local")
 
 
 def test_the_enumeration_tallies_every_path_feature():

@@ -150,6 +150,31 @@ def test_wgmma_rate_is_the_probes(gpu):
     assert cal.wgmma_cycles == pytest.approx(4096 / max(rates), rel=0.01)
 
 
+def test_wgmma_group_wait_is_the_chain_probes():
+    """sm_90's wgmma_wait_cycles is the mean of the chain probe's SS and RS intercepts (one warpgroup waiting on its
+    own groups: examples/measurements/h100/probe/wgmma_chain.json); the slope is one m64n128k16's pipe time at the
+    dense peak, and a second warpgroup hides the wait whole. cuDNN's chain holds two such waits a KV tile in place of
+    FA2's dependent mma.sync steps."""
+    from perfmodel.hw import arch
+
+    fits = json.load(open(H100 / "probe" / "wgmma_chain.json"))["fits"]
+    for a in ("SS", "RS"):
+        assert fits[f"{a} 1 WG"]["cycles_per_wgmma"] == pytest.approx(64, rel=0.02)
+        assert 30 < fits[f"{a} 1 WG"]["wait_cycles"] < 70
+        assert fits[f"{a} 2 WG"]["cycles_per_wgmma"] == pytest.approx(128, rel=0.02)
+        assert abs(fits[f"{a} 2 WG"]["wait_cycles"]) < 5
+    mean = (fits["SS 1 WG"]["wait_cycles"] + fits["RS 1 WG"]["wait_cycles"]) / 2
+    assert arch.value("sm_90", "wgmma_wait_cycles") == pytest.approx(mean, abs=0.1)
+    for gpu in ("h100", "h200"):
+        assert calibration.resolve(gpu_mod.resolve(gpu)).path_cycles["wgmma"] == pytest.approx(mean, abs=0.1)
+    sh = AttentionShape(B=4, H=16, N=8192, d=128, dtype="fp16", causal=False)
+    spec, k, t = on_h100("sdpa-cudnn", sh)
+    c = k.counts(sh, t, k.facts(spec.sm)[0])
+    tiles_per_block = 8192 / 128
+    assert float(np.asarray(c.path_mma)) == 0
+    assert float(np.asarray(c.path_wgmma)) == pytest.approx(2 * tiles_per_block)
+
+
 CALLS = json.load(open(H100 / "sdpa_calls.json"))["rows"]
 
 

@@ -205,6 +205,7 @@ def _spec_constants(gpu: GPUSpec) -> Calibration:
             "gmem": a("l2_latency_cycles"), "sync": a("sync_cycles"),
             "load": a("l2_latency_cycles"), "load_miss": a("dram_latency_cycles"),
             "mma": arch.value(sm, "mma_latency_cycles", 0.0) or 1e9,     # no tensor cores: never on a path
+            "wgmma": arch.value(sm, "wgmma_wait_cycles", 0.0) or 1e9,    # no warpgroup MMAs: never on a path
             "shfl": a("smem_latency_cycles"),   # estimate: a shuffle crosses the same crossbar as a shared load
             "local": a("smem_latency_cycles"),  # estimate: a spill reload is an L1 hit, as close as a shared load
         },

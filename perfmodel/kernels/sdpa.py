@@ -330,13 +330,19 @@ class SDPACudnn(_SDPA):
 
     def head_counts(self, shape, tiles, facts):
         """FA2's counts with the MMAs as warpgroup MMAs (same FLOPs). A warpgroup MMA reads its shared-memory
-        operands once for the four warps (no per-warp ldmatrix): a quarter of FA2's operand traffic."""
+        operands once for the four warps (no per-warp ldmatrix): a quarter of FA2's operand traffic. On the chain,
+        in place of FA2's dependent mma.sync steps (KQ + KP a KV tile, each an MMA's latency), two waits a KV tile:
+        Q K^T's group of wgmmas, then P V's, each waited on whole (the wgmma chain probe: a group's MMAs pipeline,
+        and its wait adds ~50 cycles beyond their pipe time, which the serial group holds)."""
         c = super().head_counts(shape, tiles, facts)
+        d, Bc = arr(shape.d), arr(tiles.Bc)
+        groups = 2 * c.path_mma / (d // 16 + Bc // 16)          # path_mma = exposed tiles x (KQ + KP)
         ld = c.warp_ldsm / 4
         # the producer warpgroup copies K and V stages ahead of the consumers (TMA): no tile load on their path
         # every call runs a memset (0.77 us in the profiler) before its kernel (examples/measurements/h100/
         # sdpa_calls.json): a second GPU operation queued in the call
         return dataclasses.replace(c, queued_ops=1, warp_wgmma=c.warp_mma, warp_mma=0 * c.warp_mma, warp_ldsm=0 * ld,
+                                   path_mma=0 * c.path_mma, path_wgmma=groups,
                                    smem_ld_wavefronts=4 * ld, smem_ld_bytes=512 * ld,
                                    path_load=0 * c.path_load, path_load_miss=0 * c.path_load_miss,
                                    load_steps=0 * c.path_load_miss)

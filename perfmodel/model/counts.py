@@ -36,6 +36,7 @@ PATH_FEATURES = {
     "load_miss": "such a load that misses L2: the head's blocks ask for the tile together, before any has it",
     "sync": "a __syncthreads",
     "mma": "a dependent tensor-core step (mma.sync m16n8k16)",
+    "wgmma": "a warpgroup's wait on a group of dependent warpgroup MMAs it issued (wait_group), beyond their pipe time",
     "shfl": "a dependent warp shuffle",
     "local": "a register reloaded from local memory (a spill) before its use: an L1 access",
 }
@@ -110,6 +111,7 @@ class Counts:
     path_load_miss: object = 0
     path_sync: object = 0
     path_mma: object = 0
+    path_wgmma: object = 0
     path_shfl: object = 0
     path_local: object = 0
     # the share of path_load_miss that still misses for blocks dispatched after the first round (1: as in the first);

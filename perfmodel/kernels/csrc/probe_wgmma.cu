@@ -60,7 +60,9 @@ __device__ __forceinline__ uint64_t smem_desc(const void* p) {
 }
 #endif
 
-template <int N, bool RS>
+// KSTEPS wgmmas a group (past the operands' four k16 blocks they are re-used); WAIT: the groups left in flight when
+// the warpgroup waits (1: the throughput probe's pipelined loop; 0: the chain probe below waits for each group whole)
+template <int N, bool RS, int KSTEPS = 4, int WAIT = 1>
 __global__ void __launch_bounds__(384, 1) probe_wgmma_kernel(const uint4* src, long long* cycles, float* sink,
                                                              int iters) {
 #ifdef PERFMODEL_WGMMA
@@ -84,17 +86,19 @@ __global__ void __launch_bounds__(384, 1) probe_wgmma_kernel(const uint4* src, l
     for (int it = 0; it < iters; ++it) {
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-        for (int k = 0; k < 4; ++k) {
+        for (int k = 0; k < KSTEPS; ++k) {
+            const int kb = 2 * (k & 3);
             if constexpr (RS) {
-                if constexpr (N == 128) wgmma_rs_128(d, a, db + 2 * k);
-                else wgmma_rs_256(d, a, db + 2 * k);
+                if constexpr (N == 128) wgmma_rs_128(d, a, db + kb);
+                else wgmma_rs_256(d, a, db + kb);
             } else {
-                if constexpr (N == 128) wgmma_ss_128(d, da + 2 * k, db + 2 * k);
-                else wgmma_ss_256(d, da + 2 * k, db + 2 * k);
+                if constexpr (N == 128) wgmma_ss_128(d, da + kb, db + kb);
+                else wgmma_ss_256(d, da + kb, db + kb);
             }
         }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        if constexpr (WAIT == 0) asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        else asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     __syncthreads();
@@ -112,6 +116,27 @@ __global__ void __launch_bounds__(384, 1) probe_wgmma_kernel(const uint4* src, l
 // per block, 8 independent accumulator chains per warp: probe_mma_kernel (probe_mma.cuh) with random operands.
 // bytes of shared memory a launch needs: the operands, plus room to align them to 1024 bytes
 static int wgmma_smem_bytes(int n) { return 64 * 128 + n * 128 + 1024; }
+
+
+// The chain probe: how long a warpgroup waits on a group of wgmmas it has just issued, as FlashAttention-3-class
+// kernels do twice a KV step (Q K^T, then P V, each waited on before the softmax or the next step reads its
+// result). Each iteration issues KSTEPS dependent m64n128k16 wgmmas into the same accumulators (SS or RS), commits
+// them and waits for all of them (WAIT = 0). Cycles per iteration against KSTEPS give the pipe time per wgmma (the
+// slope) and the wait a group adds beyond it (the intercept).
+static const char* launch_wgmma_chain(const void* src, long long* cycles, float* sink, int blocks, int warpgroups,
+                                      int iters, int ksteps, bool rs, cudaStream_t stream) {
+    const dim3 grid(blocks), block(128 * warpgroups);
+    const int smem = wgmma_smem_bytes(128);
+    const uint4* s = static_cast<const uint4*>(src);
+#define PERFMODEL_CHAIN(K)                                                                                         \
+    if (ksteps == K && rs) probe_wgmma_kernel<128, true, K, 0><<<grid, block, smem, stream>>>(s, cycles, sink, iters); \
+    else if (ksteps == K) probe_wgmma_kernel<128, false, K, 0><<<grid, block, smem, stream>>>(s, cycles, sink, iters);
+    PERFMODEL_CHAIN(1) else PERFMODEL_CHAIN(2) else PERFMODEL_CHAIN(4) else PERFMODEL_CHAIN(8)
+    else return "probe_wgmma_chain: ksteps must be 1, 2, 4 or 8";
+#undef PERFMODEL_CHAIN
+    const cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? nullptr : cudaGetErrorString(e);
+}
 
 static const char* launch_wgmma(const void* src, long long* cycles, float* sink, int blocks, int warpgroups,
                                 int iters, int n, bool rs, cudaStream_t stream) {
@@ -143,6 +168,19 @@ static void probe_wgmma(torch::Tensor src, torch::Tensor cycles, torch::Tensor s
     TORCH_CHECK(err == nullptr, "probe_wgmma launch: ", err ? err : "");
 }
 
+// the chain probe: src as probe_wgmma's at n = 128; ksteps: 1, 2, 4 or 8
+static void probe_wgmma_chain(torch::Tensor src, torch::Tensor cycles, torch::Tensor sink, int blocks,
+                              int warpgroups, int iters, int ksteps, bool rs) {
+    TORCH_CHECK(src.is_cuda() && src.is_contiguous(), "probe_wgmma_chain: src must be a contiguous CUDA tensor");
+    TORCH_CHECK(src.nbytes() >= (size_t)blocks * (64 * 128 + 128 * 128), "probe_wgmma_chain: src too small");
+    TORCH_CHECK(cycles.numel() >= blocks, "probe_wgmma_chain: cycles too small");
+    TORCH_CHECK(warpgroups >= 1 && warpgroups <= 3, "probe_wgmma_chain: 1 to 3 warpgroups");
+    const char* err = launch_wgmma_chain(src.data_ptr(), (long long*)cycles.data_ptr<int64_t>(),
+                                         sink.data_ptr<float>(), blocks, warpgroups, iters, ksteps, rs,
+                                         at::cuda::getCurrentCUDAStream());
+    TORCH_CHECK(err == nullptr, "probe_wgmma_chain launch: ", err ? err : "");
+}
+
 // src: random fp16 data, at least blocks * warps * 32 * 24 bytes
 static void probe_mma_random(torch::Tensor src, torch::Tensor cycles, torch::Tensor sink, int blocks, int warps,
                              int iters) {
@@ -157,6 +195,7 @@ static void probe_mma_random(torch::Tensor src, torch::Tensor cycles, torch::Ten
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("probe_wgmma", &probe_wgmma, "wgmma throughput probe (sm_90a)");
+    m.def("probe_wgmma_chain", &probe_wgmma_chain, "wgmma group wait probe (sm_90a)");
     m.def("probe_mma_random", &probe_mma_random, "mma.sync throughput on random data");
 }
 #endif
