@@ -31,19 +31,19 @@ def main(path):
     out = {"iters": ITERS, "runs": {}, "fits": {}}
     for rs in (False, True):
         for wg in (1, 2):
-            per = []
+            name, per = f"{'RS' if rs else 'SS'} {wg} WG", []
             for k in KSTEPS:
                 launch = lambda: ext.probe_wgmma_chain(src, cycles, sink, sm, wg, ITERS, k, rs)
                 launch()                                  # warm-up
                 c, t = timed(torch, launch, cycles)
-                label = f"{'RS' if rs else 'SS'} {wg} WG k={k}"
+                label = f"{name} k={k}"
                 per.append(c / ITERS)
                 out["runs"][label] = {"cycles_per_group": c / ITERS, "clock_mhz_seen": c / t / 1e6,
                                       "flop_per_clk_per_sm": wg * k * FLOPS_WGMMA * ITERS / c}
                 print(f"{label:14s} {c / ITERS:8.1f} cycles a group  "
                       f"{out['runs'][label]['flop_per_clk_per_sm']:6.0f} FLOP/clk/SM  clock {c / t / 1e6:5.0f} MHz")
             slope, icpt = np.polyfit(np.array(KSTEPS, float), np.array(per), 1)
-            out["fits"][f"{'RS' if rs else 'SS'} {wg} WG"] = {
+            out["fits"][name] = {
                 "cycles_per_wgmma": float(slope), "wait_cycles": float(icpt),
                 "pipe_cycles_per_wgmma": FLOPS_WGMMA * wg / 4096,
                 "wait_beyond_pipe_cycles": [float(p - k * FLOPS_WGMMA * wg / 4096) for k, p in zip(KSTEPS, per)]}

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from perfmodel.evaluation import dataset, validate
-
 from perfmodel.measure.runner import COLUMNS
 from test_datasets_tc import GPU_NAME, PROVENANCE, TOL
 from util import assert_same_record, script

@@ -156,25 +156,28 @@ static const char* launch_wgmma(const void* src, long long* cycles, float* sink,
 #include <torch/extension.h>
 #include <ATen/cuda/CUDAContext.h>
 
-// src: random fp16 data, at least blocks * wgmma_smem_bytes(n) bytes; cycles: int64[blocks]; sink: float[1]
+// The arguments both wgmma probes take, checked once. src: random fp16 data, at least blocks * (the operands at
+// n) bytes; cycles: int64[blocks]; sink: float[1]
+static void check_wgmma_args(const char* what, const torch::Tensor& src, const torch::Tensor& cycles, int blocks,
+                             int warpgroups, int n) {
+    TORCH_CHECK(src.is_cuda() && src.is_contiguous(), what, ": src must be a contiguous CUDA tensor");
+    TORCH_CHECK(src.nbytes() >= (size_t)blocks * (64 * 128 + n * 128), what, ": src too small");
+    TORCH_CHECK(cycles.numel() >= blocks, what, ": cycles too small");
+    TORCH_CHECK(warpgroups >= 1 && warpgroups <= 3, what, ": 1 to 3 warpgroups");
+}
+
 static void probe_wgmma(torch::Tensor src, torch::Tensor cycles, torch::Tensor sink, int blocks, int warpgroups,
                         int iters, int n, bool rs) {
-    TORCH_CHECK(src.is_cuda() && src.is_contiguous(), "probe_wgmma: src must be a contiguous CUDA tensor");
-    TORCH_CHECK(src.nbytes() >= (size_t)blocks * (64 * 128 + n * 128), "probe_wgmma: src too small");
-    TORCH_CHECK(cycles.numel() >= blocks, "probe_wgmma: cycles too small");
-    TORCH_CHECK(warpgroups >= 1 && warpgroups <= 3, "probe_wgmma: 1 to 3 warpgroups");
+    check_wgmma_args("probe_wgmma", src, cycles, blocks, warpgroups, n);
     const char* err = launch_wgmma(src.data_ptr(), (long long*)cycles.data_ptr<int64_t>(), sink.data_ptr<float>(),
                                    blocks, warpgroups, iters, n, rs, at::cuda::getCurrentCUDAStream());
     TORCH_CHECK(err == nullptr, "probe_wgmma launch: ", err ? err : "");
 }
 
-// the chain probe: src as probe_wgmma's at n = 128; ksteps: 1, 2, 4 or 8
+// the chain probe: n = 128; ksteps: 1, 2, 4 or 8
 static void probe_wgmma_chain(torch::Tensor src, torch::Tensor cycles, torch::Tensor sink, int blocks,
                               int warpgroups, int iters, int ksteps, bool rs) {
-    TORCH_CHECK(src.is_cuda() && src.is_contiguous(), "probe_wgmma_chain: src must be a contiguous CUDA tensor");
-    TORCH_CHECK(src.nbytes() >= (size_t)blocks * (64 * 128 + 128 * 128), "probe_wgmma_chain: src too small");
-    TORCH_CHECK(cycles.numel() >= blocks, "probe_wgmma_chain: cycles too small");
-    TORCH_CHECK(warpgroups >= 1 && warpgroups <= 3, "probe_wgmma_chain: 1 to 3 warpgroups");
+    check_wgmma_args("probe_wgmma_chain", src, cycles, blocks, warpgroups, 128);
     const char* err = launch_wgmma_chain(src.data_ptr(), (long long*)cycles.data_ptr<int64_t>(),
                                          sink.data_ptr<float>(), blocks, warpgroups, iters, ksteps, rs,
                                          at::cuda::getCurrentCUDAStream());
