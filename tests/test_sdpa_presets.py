@@ -153,11 +153,17 @@ def test_wgmma_rate_is_the_probes(gpu):
 def test_wgmma_group_wait_is_the_chain_probes():
     """sm_90's wgmma_wait_cycles is the mean of the chain probe's SS and RS intercepts (one warpgroup waiting on its
     own groups: examples/measurements/h100/probe/wgmma_chain.json); the slope is one m64n128k16's pipe time at the
-    dense peak, and a second warpgroup hides the wait whole. cuDNN's chain holds two such waits a KV tile in place of
-    FA2's dependent mma.sync steps."""
+    dense peak, and a second warpgroup hides the wait whole. The H200 (the same SM) measures the same cycles
+    (h200/probe/wgmma_chain.json). cuDNN's chain holds two such waits a KV tile in place of FA2's dependent mma.sync
+    steps."""
     from perfmodel.hw import arch
 
     fits = json.load(open(H100 / "probe" / "wgmma_chain.json"))["fits"]
+    h200 = json.load(open(H100.parent / "h200" / "probe" / "wgmma_chain.json"))["fits"]
+    assert h200.keys() == fits.keys()
+    for name in fits:
+        for key in ("cycles_per_wgmma", "wait_cycles"):
+            assert h200[name][key] == pytest.approx(fits[name][key], abs=1.0)
     for a in ("SS", "RS"):
         assert fits[f"{a} 1 WG"]["cycles_per_wgmma"] == pytest.approx(64, rel=0.02)
         assert 30 < fits[f"{a} 1 WG"]["wait_cycles"] < 70
