@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from perfmodel.evaluation import dataset, validate
-from perfmodel.hw import calibration, gpu as gpu_mod
+from perfmodel.hw import gpu as gpu_mod
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,22 +21,16 @@ ROOT = Path(__file__).resolve().parent.parent
 def main(gpu="h100", column="sm_clock_mhz_after"):
     for kernel in ("fa2_tc", "sdpa-flash", "sdpa-cudnn"):
         ms = dataset.load([str(ROOT / "examples" / "measurements" / gpu / f"{kernel}.csv")])[0]
-        spec = gpu_mod.match_device_name(ms.gpu_name)
-        cal = calibration.resolve(spec, None, use_builtin=True, use_fits=True)
-        pred, _ = validate.predict_set(ms, spec, cal)
-        tensor_mhz = spec.tensor_clock_hz / 1e6
+        ms = ms.select(validate.split_mask(ms, "test" if kernel == "fa2_tc" and gpu == "h100" else "all"))
+        ev = validate.evaluate([ms], split="all")[0]          # the rows kept above, predicted as validate does
+        tensor_mhz = gpu_mod.resolve(ev.gpu).tensor_clock_hz / 1e6
         clock = np.array([float(r.get(column) or "nan") for r in ms.rows])
         scale = np.where(np.isfinite(clock), np.minimum(clock, tensor_mhz) / tensor_mhz, 1.0)
-        keep = (validate.split_mask(ms, "test") if kernel == "fa2_tc" and gpu == "h100"
-                else np.ones(len(ms), bool))
-        idx = np.flatnonzero(keep)
-        for name, p in (("as modelled", pred), (f"at {column}", pred / scale)):
-            e = p[idx] / ms.measured_s[idx] - 1
+        for name, p in (("as modelled", ev.predicted_s), (f"at {column}", ev.predicted_s / scale)):
+            e = p / ev.measured_s - 1
             line = f"{kernel:11s} {name:28s} MAPE {np.abs(e).mean() * 100:5.2f}%  bias {e.mean() * 100:+5.1f}%"
             if kernel == "fa2_tc":
-                c = ms.cols
-                g = [(c["B"][i], c["H"][i], c["N"][i], c["d"][i], ms.dtype[i], ms.causal[i]) for i in idx]
-                line += f"  Spearman over tiles {validate.grouped_spearman(g, p[idx], ms.measured_s[idx])[0]:.3f}"
+                line += f"  Spearman over tiles {validate.grouped_spearman(ev.problems, p, ev.measured_s)[0]:.3f}"
             print(line)
 
 
