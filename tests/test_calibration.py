@@ -180,3 +180,39 @@ def test_a100_flash_lies_near_the_published_figure():
     tflops = r["useful_flops"] / r["time_s"] / 1e12
     assert 0.85 * 203.7 < tflops < 1.15 * 203.7
     assert r["path_costs"] == "fitted, scaled"
+
+
+def test_ranking_share_fits_the_tile_ratios_a_per_problem_bias_hides():
+    """Timings made by the model with chosen costs, then each problem's rows scaled by a factor of its own (a bias
+    no path cost can follow, which leaves the ratios between its tiles as they were): a fit that puts most of its
+    weight on the ratios of one problem's rows (ranking_share) recovers those ratios better than the plain fit,
+    and records what it weighed."""
+    from perfmodel.evaluation import dataset
+    from perfmodel.evaluation.validate import predict_set
+
+    (ms,) = dataset.load([ROOT / "examples/measurements/h100/fa1.csv"])
+    cal = calibration.resolve(H100, use_fits=False)
+    truth = {"dot": 11.0, "reduction": 13.2, "exp": 40.0, "outer": 0.5, "gmem": 350.0, "sync": 30.0}
+    synthetic, _ = predict_set(ms, H100, dataclasses.replace(cal, path_fits={"fa1": {"costs": truth}}))
+    pairs = fit.problem_pairs(ms)
+    assert len(pairs) > 50
+    keys = fit.problem_keys(ms)
+    problems = sorted(set(keys))
+    factor = dict(zip(problems, np.random.default_rng(0).uniform(0.7, 1.4, len(problems))))
+    biased = synthetic * np.array([factor[k] for k in keys])
+    ms = dataclasses.replace(ms, measured_s=biased)
+
+    def ratio_error(entry):
+        pred, _ = predict_set(ms, H100, dataclasses.replace(cal, path_fits={"fa1": {"costs": entry["costs"]}}))
+        e = np.log(pred / synthetic)
+        return np.sqrt(np.mean((e[pairs[:, 0]] - e[pairs[:, 1]]) ** 2))
+
+    plain = fit.fit_path(H100, cal, ms, iters=100)
+    ranked = fit.fit_path(H100, cal, ms, iters=100, ranking_share=0.9)
+    assert "ranking_share" not in plain["training"]
+    t = ranked["training"]
+    assert t["ranking_share"] == 0.9 and t["problem_pairs"] > 0
+    assert t["pair_weight"] == pytest.approx(9 * t["rows"] / t["problem_pairs"])
+    assert ratio_error(ranked) < 0.5 * ratio_error(plain)
+    with pytest.raises(InputError, match="ranking share"):
+        fit.fit_path(H100, cal, ms, ranking_share=1.0)

@@ -163,6 +163,8 @@ def test_measure_without_torch_or_gpu_is_one_line(tmp_path):
     (["sweep", "--gpu", "h100", "--N", "1:1000000:1"], "more than 100000 values"),
     (["sweep", "--gpu", "h100", "--csv", "--json"], "choose one"),
     (["validate", "--gpu", "gtx1080", "examples/measurements/h100/fa2.csv"], "cannot run on NVIDIA GeForce GTX 1080"),
+    (["fit", "examples/measurements/h100/fa2_tc.csv", "--kernel", "fa2_tc", "--calibration", "c.yaml",
+      "--ranking-share", "1"], "'--ranking-share': 1.0 is not in the range 0<=x<1"),
 ])
 def test_more_bad_input_is_one_line(args, needle):
     r = CliRunner().invoke(main, args)

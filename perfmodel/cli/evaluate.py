@@ -99,7 +99,9 @@ def _command() -> str:
 @click.option("--calibration", "cal_path", required=True, help="calibration YAML to add the fit to (rewritten)")
 @click.option("--from", "from_path", default=None,
               help="carry the kernel's fitted path costs over from this calibration (same SM) instead of fitting")
-def fit(files, kernel, gpu_name, cal_path, from_path):
+@click.option("--ranking-share", default=0.0, show_default=True, type=click.FloatRange(0, 1, max_open=True),
+              help="share of the fit's weight on the time ratios of tiles of one problem (their ranking)")
+def fit(files, kernel, gpu_name, cal_path, from_path, ranking_share):
     """Fit a kernel's latency-path costs on the training split of measured rows, or carry them over from another
     GPU's calibration with --from; store them in a calibration file."""
     from perfmodel import api
@@ -136,7 +138,7 @@ def fit(files, kernel, gpu_name, cal_path, from_path):
     cal = calibration.load(cal_path, spec)
     import dataclasses
     cal = dataclasses.replace(cal, path_fits={k: v for k, v in cal.path_fits.items() if k != kernel})
-    result = fit_mod.fit_path(spec, cal, ms)
+    result = fit_mod.fit_path(spec, cal, ms, ranking_share=ranking_share)
     result["training"]["data"] = list(ms.files)
     result["training"]["command"] = _command()
     _rewrite_calibration(cal_path, lambda raw: raw.setdefault("path_fits", {}).__setitem__(kernel, result))

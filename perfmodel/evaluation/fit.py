@@ -46,8 +46,31 @@ def _predict(gpu, cal, ms: MeasurementSet, costs):
     return predict_set(ms, gpu, dataclasses.replace(cal, path_fits=fits))[0]
 
 
-def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60) -> dict:
-    """Fit the kernel's path costs on the training rows of ``ms``. Returns the path_fits entry."""
+def problem_keys(ms: MeasurementSet) -> list:
+    """Each row's problem (B, H, N, d, dtype, causal): rows of one problem differ only in their tiles."""
+    return list(zip(*(ms.cols[k] for k in ("B", "H", "N", "d")), ms.dtype, ms.causal))
+
+
+def problem_pairs(ms: MeasurementSet) -> np.ndarray:
+    """(i, j) index pairs, i < j, of the rows of ``ms`` that share a problem."""
+    groups = {}
+    for i, key in enumerate(problem_keys(ms)):
+        groups.setdefault(key, []).append(i)
+    pairs = [(a, b) for g in groups.values() for x, a in enumerate(g) for b in g[x + 1:]]
+    return np.array(pairs, dtype=int).reshape(-1, 2)
+
+
+def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60, train=None,
+             ranking_share: float = 0.0) -> dict:
+    """Fit the kernel's path costs on the training rows of ``ms``. Returns the path_fits entry.
+
+    The least squares take each fitted row's log error. ``ranking_share`` > 0: they also take the difference of
+    the log errors of every two fitted rows of one problem (the error in the ratio of two tiles' times, which
+    ranks the tiles), weighted so that these terms carry that share of the total weight. ``train``: a mask of the
+    rows to fit instead of the declared training split (analysis only: scripts/fit_ceiling.py fits every row to
+    bound what the model's form can reach)."""
+    if not 0 <= ranking_share < 1:
+        raise InputError(f"the ranking share is a fraction in [0, 1), not {ranking_share}")
     from perfmodel.kernels import get
 
     kernel = get(ms.kernel)
@@ -55,7 +78,8 @@ def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60
         raise InputError(f"{ms.kernel} is a library's kernel: nothing is fitted to its timings (it is predicted "
                          f"with {kernel.fit_key}'s path costs and the probe's constants)")
     features = kernel.fit_features
-    train = ms.select(np.array([in_training_split(r) for r in ms.rows], bool))
+    chosen = train is not None
+    train = ms.select(np.asarray(train, bool) if chosen else np.array([in_training_split(r) for r in ms.rows], bool))
     if len(train) < 3 * len(features):
         raise InputError(f"only {len(train)} training rows for {ms.kernel}; a fit of {len(features)} costs "
                          f"needs at least {3 * len(features)}")
@@ -63,11 +87,18 @@ def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60
     base = cal.path_costs(ms.kernel)
     theta = np.log(np.array([base[f] if base[f] > 0 else FIT_START.get(f, 1e-3) for f in features]))
 
+    pairs = problem_pairs(train) if ranking_share > 0 else np.zeros((0, 2), int)
+    if ranking_share > 0 and not len(pairs):
+        raise InputError(f"no two training rows of {ms.kernel} share a problem: nothing to rank")
+    # each row's term has weight 1; the pairs' together ranking_share of the whole
+    pair_weight = ranking_share / (1 - ranking_share) * len(train) / max(len(pairs), 1)
+
     def resid(th):
         costs = dict(zip(features, np.exp(np.clip(th, -20, 20)).tolist()))
         # a trial step far out (a p near zero) may overflow: its residuals are not finite and the step is rejected
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            return np.log(_predict(gpu, cal, train, costs) / meas)
+            e = np.log(_predict(gpu, cal, train, costs) / meas)
+        return np.concatenate([e, np.sqrt(pair_weight) * (e[pairs[:, 0]] - e[pairs[:, 1]])])
     lam = 1e-2
     r = resid(theta)
     for _ in range(iters):
@@ -89,8 +120,11 @@ def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60
     # features the data cannot see (absent from this kernel's path) keep their start value; costs driven to
     # nothing are written as 0
     costs = {f: (float(v) if v > 1e-6 else 0.0) for f, v in zip(features, np.exp(theta))}
-    ape = np.abs(np.exp(r) - 1) * 100
+    ape = np.abs(np.exp(r[:len(meas)]) - 1) * 100
+    rule = "rows chosen by the caller" if chosen else SPLIT_RULE
+    ranking = ({"ranking_share": ranking_share, "problem_pairs": len(pairs), "pair_weight": pair_weight}
+               if ranking_share > 0 else {})
     return {"costs": costs,
-            "training": {"rule": SPLIT_RULE, "rows": len(train), "mape_on_training_rows": float(ape.mean()),
+            "training": {"rule": rule, "rows": len(train), **ranking, "mape_on_training_rows": float(ape.mean()),
                          "features_fitted": list(features),
                          "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}}
