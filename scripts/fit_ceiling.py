@@ -30,8 +30,8 @@ def main(shares=(0.5,)):
     cal = calibration.resolve(spec)
     # every fit starts where `perfmodel fit` starts: from the costs without the shipped fa2_tc fit
     start = dataclasses.replace(cal, path_fits={k: v for k, v in cal.path_fits.items() if k != "fa2_tc"})
-    held = validate.split_mask(ms, "test")
-    test = ms.select(held)
+    test = ms.select(validate.split_mask(ms, "test"))
+    problems = test.problems()
     every = np.ones(len(ms), bool)
     fits = [("training split (shipped)", None, 0.0)]
     fits += [(f"training split, ranking share {w:g}", None, w) for w in shares]
@@ -40,10 +40,9 @@ def main(shares=(0.5,)):
     for label, mask, w in fits:
         entry = fit.fit_path(spec, start, ms, train=mask, ranking_share=w)
         fitted = dataclasses.replace(cal, path_fits={**cal.path_fits, "fa2_tc": {"costs": entry["costs"]}})
-        ev = validate.evaluate([test], split="all")[0]            # the held-out rows' problems, as validate groups them
         pred, _ = validate.predict_set(test, spec, fitted)
         ape = np.abs(pred / test.measured_s - 1) * 100
-        sp, groups = validate.grouped_spearman(ev.problems, pred, test.measured_s)
+        sp, groups = validate.grouped_spearman(problems, pred, test.measured_s)
         print(f"{label:34s} held-out rows {len(test)}: MAPE {ape.mean():.2f}%, worst {ape.max():.1f}%, "
               f"Spearman over tiles {sp:.3f} ({groups} problems)")
 

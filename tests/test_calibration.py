@@ -196,7 +196,7 @@ def test_ranking_share_fits_the_tile_ratios_a_per_problem_bias_hides():
     synthetic, _ = predict_set(ms, H100, dataclasses.replace(cal, path_fits={"fa1": {"costs": truth}}))
     pairs = fit.problem_pairs(ms)
     assert len(pairs) > 50
-    keys = fit.problem_keys(ms)
+    keys = ms.problems()
     problems = sorted(set(keys))
     factor = dict(zip(problems, np.random.default_rng(0).uniform(0.7, 1.4, len(problems))))
     biased = synthetic * np.array([factor[k] for k in keys])

@@ -26,6 +26,12 @@ KEY = ("kernel",) + AXES + TILE_COLUMNS                  # identifies a configur
 REQUIRED = KEY + ("median_ms", "gpu_name")
 
 
+def problem_keys(cols: dict, dtype, causal) -> list:
+    """Each row's problem (B, H, N, d, dtype, causal) from its columns: rows of one problem differ only in their
+    tiles."""
+    return list(zip(*(cols[a] for a in AXES), dtype, causal))
+
+
 @dataclass(frozen=True)
 class MeasurementSet:
     kernel: str
@@ -52,6 +58,10 @@ class MeasurementSet:
     def shapes(self) -> list[tuple]:
         """(dtype, causal) groups present: each evaluates as one vectorised AttentionShape."""
         return sorted(set(zip(self.dtype.tolist(), self.causal.tolist())))
+
+    def problems(self) -> list:
+        """Each row's problem (problem_keys)."""
+        return problem_keys(self.cols, self.dtype, self.causal)
 
     def shape(self, mask=None) -> AttentionShape:
         m = slice(None) if mask is None else mask

@@ -46,15 +46,10 @@ def _predict(gpu, cal, ms: MeasurementSet, costs):
     return predict_set(ms, gpu, dataclasses.replace(cal, path_fits=fits))[0]
 
 
-def problem_keys(ms: MeasurementSet) -> list:
-    """Each row's problem (B, H, N, d, dtype, causal): rows of one problem differ only in their tiles."""
-    return list(zip(*(ms.cols[k] for k in ("B", "H", "N", "d")), ms.dtype, ms.causal))
-
-
 def problem_pairs(ms: MeasurementSet) -> np.ndarray:
-    """(i, j) index pairs, i < j, of the rows of ``ms`` that share a problem."""
+    """(i, j) index pairs, i < j, of the rows of ``ms`` that share a problem (MeasurementSet.problems)."""
     groups = {}
-    for i, key in enumerate(problem_keys(ms)):
+    for i, key in enumerate(ms.problems()):
         groups.setdefault(key, []).append(i)
     pairs = [(a, b) for g in groups.values() for x, a in enumerate(g) for b in g[x + 1:]]
     return np.array(pairs, dtype=int).reshape(-1, 2)

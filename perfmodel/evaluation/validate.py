@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfmodel.errors import InputError
-from perfmodel.evaluation.dataset import MeasurementSet
+from perfmodel.evaluation.dataset import MeasurementSet, problem_keys
 from perfmodel.evaluation.fit import in_training_split
 from perfmodel.hw import calibration as cal_mod, gpu as gpu_mod
 from perfmodel.kernels import get as get_kernel
@@ -112,8 +112,8 @@ class Evaluation:
 
     @property
     def problems(self) -> list:
-        """Each row's problem (B, H, N, d, dtype, causal): rows of one problem differ only in their tiles."""
-        return list(zip(*(self.params[k] for k in ("B", "H", "N", "d", "dtype", "causal"))))
+        """Each row's problem (dataset.problem_keys)."""
+        return problem_keys(self.params, self.params["dtype"], self.params["causal"])
 
     def summary(self) -> dict:
         groups = self.problems
