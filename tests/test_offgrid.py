@@ -4,8 +4,10 @@ truly off the grids, and the model's accuracy on them holds as a regression boun
 stayed unscored until one model change, the tensor clock, was judged on it (docs/tensorcore.md); the third
 (*.offgrid3.csv) until the next, the list-scheduling residual, was judged on it by a rule set before. Both are held
 the same way since. The fourth (*.offgrid4.csv) is checked here; of it only cuDNN's rows are scored, once to judge
-the wgmma group waits on cuDNN's chain (docs/tensorcore.md), and held since: its fa2_tc and SDPA flash rows wait for
-the next change to those kernels' model."""
+the wgmma group waits on cuDNN's chain (docs/tensorcore.md), and held since; its fa2_tc and SDPA flash rows were
+scored once, to judge a fit for the ranking that was not shipped (docs/known-gaps.md), and are spent. The fifth
+(*.offgrid5.csv, fp16 and bf16) is checked here and left unscored for the next change to the model of fa2_tc and
+SDPA flash."""
 import csv
 import json
 from pathlib import Path
@@ -26,7 +28,8 @@ def rows(gpu, name):
     return list(csv.DictReader(open(DATA / gpu / name)))
 
 
-SETS = {"offgrid": "fp16", "offgrid2": "bf16", "offgrid3": "fp16", "offgrid4": "bf16"}
+SETS = {"offgrid": {"fp16"}, "offgrid2": {"bf16"}, "offgrid3": {"fp16"}, "offgrid4": {"bf16"},
+        "offgrid5": {"fp16", "bf16"}}
 
 
 @pytest.mark.parametrize("gpu", sorted(GPU_NAME))
@@ -39,7 +42,7 @@ def test_rows_are_checked_timed_and_off_the_committed_grids(gpu, kernel, name):
     assert all(s["reason"] == "budget" for s in skipped)
     assert list(rs[0].keys()) == COLUMNS
     for r in rs:
-        assert r["kernel"] == kernel and r["gpu_name"] == GPU_NAME[gpu] and r["dtype"] == SETS[name]
+        assert r["kernel"] == kernel and r["gpu_name"] == GPU_NAME[gpu] and r["dtype"] in SETS[name]
         assert float(r["rel_err"]) <= TOL[r["dtype"]], r      # checked against float64 before timing
         assert all(r[k] for k in PROVENANCE), r
     shape = lambda r: (int(r["B"]), int(r["H"]), int(r["N"]))
