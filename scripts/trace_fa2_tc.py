@@ -8,11 +8,17 @@ tiles of 4 and 8 warps, and a few large grids. Each launch is traced five times 
 block's start to last block's end) are the measurement: the recorded event times also hold the host's copy of
 the trace pointer into the module before each launch. Nothing here changes clocks. TRACE_SET=late: instead, the
 causal launches the model predicts worst (examples/measurements/h100/fa2_tc.csv, held-out rows 17-23% fast), whose
-heavy blocks start after the first round or share their SM with two others.
+heavy blocks start after the first round or share their SM with two others. TRACE_SET=fair: every instance, fp16,
+non-causal, at the measured build's blocks per SM (forced with unused shared memory where the trace build would fit
+more), in grids of exactly one and four rounds (B1, H 4 or 16 times the blocks per SM, N 33 tiles of Br); and the
+instances of one block a SM at B32 H8 N1000 and B2 H8 N8192: how evenly co-resident blocks share their SM, and what
+a block costs beside its tiles where nothing overlaps its start and end.
 """
 
 import os
 
+from perfmodel.hw import gpu, occupancy
+from perfmodel.kernels import fa2_tc
 from perfmodel.measure import build, probe
 
 
@@ -30,32 +36,53 @@ LATE = [
 ]
 
 
+def fair_runs(ext, spec):
+    """(B, H, N, d, Br, Bc, warps, causals, extra_smem, blocks_per_sm) of TRACE_SET=fair."""
+    runs = []
+    for d, Br, Bc, w in fa2_tc.INSTANCES:
+        smem = (Br + 2 * Bc) * d * 2
+        want = int(occupancy.blocks_per_sm(spec, 32 * w, fa2_tc.REGS[(d, Br, Bc, w)], smem))
+        extra = 0
+        while ext.blocks_per_sm(d, Br, Bc, w, 0, extra) > want and smem + extra < spec.smem_per_block_optin_bytes:
+            extra += 1024
+        got = ext.blocks_per_sm(d, Br, Bc, w, 0, extra)
+        N = 33 * Br
+        shapes = [(1, 4 * want, N), (1, 16 * want, N)] + ([(32, 8, 1000), (2, 8, 8192)] if want == 1 else [])
+        runs += [(B, H, n, d, Br, Bc, w, (False,), extra, got) for B, H, n in shapes]
+    return runs
+
+
 def main(path):
     which = os.environ.get("TRACE_SET", "first")
     torch, tool, ext = build.load_single("fa2_tc_trace.cu", "trace", deps=("fa2_tc.cu", "sm_timer.cuh"))
     out = {"runs": []}
-    for B, H, N, d, Br, Bc, w in (LATE if which == "late" else PROBLEMS):
-        for causal in (False, True):
+    if which == "fair":
+        runs = fair_runs(ext, gpu.resolve(os.environ.get("GPU_KEY", "h100")))
+    else:
+        runs = [(*p, (False, True), 0, None) for p in (LATE if which == "late" else PROBLEMS)]
+    for B, H, N, d, Br, Bc, w, causals, extra, bpsm in runs:
+        for causal in causals:
             g = torch.Generator(device="cuda").manual_seed(0)
             Q, K, V = (torch.randn((B, H, N, d), device="cuda", dtype=torch.float16, generator=g) for _ in range(3))
             O = torch.empty_like(Q)
             blocks = -(-N // Br) * H * B
             trace = torch.zeros(3 * blocks, dtype=torch.int64, device="cuda")
-            ext.fa2_tc_traced(Q, K, V, O, Br, Bc, w, causal, trace)      # warm-up
+            ext.fa2_tc_traced(Q, K, V, O, Br, Bc, w, causal, trace, extra)      # warm-up
             ref = torch.nn.functional.scaled_dot_product_attention(Q.float(), K.float(), V.float(), is_causal=causal)
             err = float((O.float() - ref).abs().max())
             reps, times = [], []
             for _ in range(5):
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 s.record()
-                ext.fa2_tc_traced(Q, K, V, O, Br, Bc, w, causal, trace)
+                ext.fa2_tc_traced(Q, K, V, O, Br, Bc, w, causal, trace, extra)
                 e.record()
                 torch.cuda.synchronize()
                 times.append(s.elapsed_time(e) * 1e3)
                 t = trace.view(-1, 3).cpu()
                 reps.append(probe.block_times(t[:, 0].tolist(), t[:, 1].tolist(), t[:, 2].tolist()))
             out["runs"].append({"B": B, "H": H, "N": N, "d": d, "Br": Br, "Bc": Bc, "warps": w, "causal": causal,
-                                "dtype": "fp16", "max_abs_err_vs_fp32_sdpa": err, "event_us": times, "reps": reps})
+                                "dtype": "fp16", "max_abs_err_vs_fp32_sdpa": err, "event_us": times, "reps": reps,
+                                **({} if bpsm is None else {"extra_smem": extra, "blocks_per_sm": bpsm})})
             span = max(reps[-1]["end_ns"]) / 1e3
             print(f"B{B} H{H} N{N} d{d} {Br}x{Bc}/{w}w causal={int(causal)}: {blocks} blocks, span {span:.1f} us, "
                   f"events {min(times):.1f} us, max err {err:.1e}", flush=True)

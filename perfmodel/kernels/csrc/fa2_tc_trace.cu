@@ -8,9 +8,11 @@
 #include <torch/extension.h>
 #include <ATen/cuda/CUDAContext.h>
 
-// Q, K, V, O: (B, H, N, d) contiguous CUDA tensors of one dtype (fp16 or bf16); trace: int64[3 * blocks]
+// Q, K, V, O: (B, H, N, d) contiguous CUDA tensors of one dtype (fp16 or bf16); trace: int64[3 * blocks];
+// extra_smem: unused dynamic shared memory asked for beyond the tiles', so that fewer blocks fit an SM (this build's
+// registers differ from the measured build's: the fairness traces force the measured build's blocks per SM)
 static void fa2_tc_traced(torch::Tensor Q, torch::Tensor K, torch::Tensor V, torch::Tensor O, int Br, int Bc,
-                          int warps, bool causal, torch::Tensor trace) {
+                          int warps, bool causal, torch::Tensor trace, int64_t extra_smem) {
     TORCH_CHECK(Q.is_cuda() && Q.is_contiguous() && Q.dim() == 4, "fa2_tc_traced: Q must be contiguous 4-D CUDA");
     const int B = Q.size(0), H = Q.size(1), N = Q.size(2), d = Q.size(3);
     const long blocks = (long)((N + Br - 1) / Br) * H * B;
@@ -18,10 +20,16 @@ static void fa2_tc_traced(torch::Tensor Q, torch::Tensor K, torch::Tensor V, tor
     unsigned long long* p = reinterpret_cast<unsigned long long*>(trace.data_ptr<int64_t>());
     fa2_tc_check(cudaMemcpyToSymbol(fa2tc::trace_buf, &p, sizeof(p)), "cudaMemcpyToSymbol(trace_buf)");
     const int dtype = Q.scalar_type() == torch::kBFloat16 ? 1 : 0;
-    fa2_tc_launch(Q.data_ptr(), K.data_ptr(), V.data_ptr(), O.data_ptr(), B, H, N, d, Br, Bc, warps, dtype,
-                  causal ? 1 : 0, at::cuda::getCurrentCUDAStream());
+    fa2_tc_launch_ex(Q.data_ptr(), K.data_ptr(), V.data_ptr(), O.data_ptr(), B, H, N, d, Br, Bc, warps, dtype,
+                     causal ? 1 : 0, (size_t)extra_smem, at::cuda::getCurrentCUDAStream());
+}
+
+// blocks of this build's instance that fit one SM with extra_smem unused bytes of dynamic shared memory each
+static int fa2_tc_traced_blocks_per_sm(int d, int Br, int Bc, int warps, int dtype, int64_t extra_smem) {
+    return fa2_tc_max_blocks_per_sm(d, Br, Bc, warps, dtype, (size_t)extra_smem);
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("fa2_tc_traced", &fa2_tc_traced, "fa2_tc forward, recording each block's SM, start and end");
+    m.def("blocks_per_sm", &fa2_tc_traced_blocks_per_sm, "blocks per SM of this build's instance, with extra_smem");
 }
