@@ -17,7 +17,7 @@ a block costs beside its tiles where nothing overlaps its start and end.
 
 import os
 
-from perfmodel.hw import gpu, occupancy
+from perfmodel import api
 from perfmodel.kernels import fa2_tc
 from perfmodel.measure import build, probe
 
@@ -36,12 +36,20 @@ LATE = [
 ]
 
 
-def fair_runs(ext, spec):
+def measured_build_blocks(gpu_key, d, Br, Bc, warps) -> int:
+    """Blocks per SM of the measured build's instance: the model's occupancy from its registers (fa2_tc.REGS, read
+    off ptxas) and shared memory."""
+    p = api.predict(gpu_key, "fa2_tc", B=1, H=1, N=Br, d=d, dtype="fp16", Br=Br, Bc=Bc, warps=warps)
+    return int(p.prediction.blocks_per_sm)
+
+
+def fair_runs(ext, gpu_key):
     """(B, H, N, d, Br, Bc, warps, causals, extra_smem, blocks_per_sm) of TRACE_SET=fair."""
+    spec = api.load_gpu(gpu_key)
     runs = []
     for d, Br, Bc, w in fa2_tc.INSTANCES:
         smem = (Br + 2 * Bc) * d * 2
-        want = int(occupancy.blocks_per_sm(spec, 32 * w, fa2_tc.REGS[(d, Br, Bc, w)], smem))
+        want = measured_build_blocks(gpu_key, d, Br, Bc, w)
         extra = 0
         while ext.blocks_per_sm(d, Br, Bc, w, 0, extra) > want and smem + extra < spec.smem_per_block_optin_bytes:
             extra += 1024
@@ -57,7 +65,7 @@ def main(path):
     torch, tool, ext = build.load_single("fa2_tc_trace.cu", "trace", deps=("fa2_tc.cu", "sm_timer.cuh"))
     out = {"runs": []}
     if which == "fair":
-        runs = fair_runs(ext, gpu.resolve(os.environ.get("GPU_KEY", "h100")))
+        runs = fair_runs(ext, os.environ.get("GPU_KEY", "h100"))
     else:
         runs = [(*p, (False, True), 0, None) for p in (LATE if which == "late" else PROBLEMS)]
     for B, H, N, d, Br, Bc, w, causals, extra, bpsm in runs:

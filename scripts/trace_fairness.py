@@ -22,8 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from perfmodel import api  # noqa: E402
 from perfmodel.evaluation import dataset, validate  # noqa: E402
-from perfmodel.hw import calibration, occupancy  # noqa: E402
-from perfmodel.kernels import fa2_tc  # noqa: E402
+from perfmodel.hw import calibration  # noqa: E402
 
 TRACE = ROOT / "examples" / "measurements" / "h100" / "probe" / "fa2_tc_trace_fair.json"
 
@@ -60,14 +59,11 @@ def compute() -> list:
     """Each traced launch (summarise) with the model's prediction, where the trace build ran the measured build's
     blocks per SM (``measured_build_blocks``: the trace build holds its own registers, and unused shared memory can
     only lower its blocks per SM; where it still runs fewer, its launches are not the measured kernel's)."""
-    spec = api.load_gpu("h100")
     runs = [summarise(r) for r in json.loads(TRACE.read_text())["runs"]]
     for r in runs:
-        key = (r["d"], r["Br"], r["Bc"], r["warps"])
-        smem = (r["Br"] + 2 * r["Bc"]) * r["d"] * 2
-        r["measured_build_blocks"] = int(occupancy.blocks_per_sm(spec, 32 * r["warps"], fa2_tc.REGS[key], smem))
         p = api.predict("h100", "fa2_tc", B=r["B"], H=r["H"], N=r["N"], d=r["d"], dtype="fp16", causal=False,
                         Br=r["Br"], Bc=r["Bc"], warps=r["warps"])
+        r["measured_build_blocks"] = int(p.prediction.blocks_per_sm)
         r["model_us"] = float(p.time_s) * 1e6 if r["measured_build_blocks"] == r["blocks_per_sm"] else None
     return runs
 
