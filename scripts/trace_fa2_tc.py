@@ -36,11 +36,11 @@ LATE = [
 ]
 
 
-def measured_build_blocks(gpu_key, d, Br, Bc, warps) -> int:
-    """Blocks per SM of the measured build's instance: the model's occupancy from its registers (fa2_tc.REGS, read
-    off ptxas) and shared memory."""
-    p = api.predict(gpu_key, "fa2_tc", B=1, H=1, N=Br, d=d, dtype="fp16", Br=Br, Bc=Bc, warps=warps)
-    return int(p.prediction.blocks_per_sm)
+def measured_build(gpu_key, d, Br, Bc, warps) -> tuple:
+    """(blocks per SM, shared memory bytes a block) of the measured build's instance: the model's occupancy from its
+    registers (fa2_tc.REGS, read off ptxas) and the kernel's shared memory."""
+    p = api.predict(gpu_key, "fa2_tc", B=1, H=1, N=Br, d=d, dtype="fp16", Br=Br, Bc=Bc, warps=warps).prediction
+    return int(p.blocks_per_sm), int(p.launch.smem_bytes)
 
 
 def fair_runs(ext, gpu_key):
@@ -48,8 +48,7 @@ def fair_runs(ext, gpu_key):
     spec = api.load_gpu(gpu_key)
     runs = []
     for d, Br, Bc, w in fa2_tc.INSTANCES:
-        smem = (Br + 2 * Bc) * d * 2
-        want = measured_build_blocks(gpu_key, d, Br, Bc, w)
+        want, smem = measured_build(gpu_key, d, Br, Bc, w)
         extra = 0
         while ext.blocks_per_sm(d, Br, Bc, w, 0, extra) > want and smem + extra < spec.smem_per_block_optin_bytes:
             extra += 1024

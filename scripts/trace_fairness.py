@@ -25,6 +25,7 @@ from perfmodel.evaluation import dataset, validate  # noqa: E402
 from perfmodel.hw import calibration  # noqa: E402
 
 TRACE = ROOT / "examples" / "measurements" / "h100" / "probe" / "fa2_tc_trace_fair.json"
+SMS = api.load_gpu("h100").sm_count          # the traced GPU's SMs
 
 
 def summarise(run: dict) -> dict:
@@ -45,7 +46,7 @@ def summarise(run: dict) -> dict:
             lasts.append(ends.max())
             means.append(ends.mean())
     blocks = len(run["reps"][0]["smid"])
-    one_round = blocks == 132 * run["blocks_per_sm"]      # (the trace build's blocks per SM)
+    one_round = blocks == SMS * run["blocks_per_sm"]      # (the trace build's blocks per SM)
     out = {k: run[k] for k in ("B", "H", "N", "d", "Br", "Bc", "warps", "blocks_per_sm", "extra_smem")}
     out.update(blocks=blocks, span_us=float(np.mean(spans)), max_abs_err=run["max_abs_err_vs_fp32_sdpa"],
                durations_us=[float(np.mean(places[k])) for k in sorted(places)])
@@ -109,6 +110,7 @@ def measured_fixed_parts(kernel="fa2_tc", gpu="h100", min_rounds=6) -> dict:
 
 
 def key(r):
+    """A traced launch's instance, (d, Br, Bc, warps) as in fa2_tc.INSTANCES."""
     return (r["d"], r["Br"], r["Bc"], r["warps"])
 
 

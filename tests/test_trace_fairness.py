@@ -15,13 +15,13 @@ ROOT = Path(__file__).resolve().parents[1]
 TRACE_BUILD_FEWER = {(32, 128, 64, 4), (32, 64, 64, 4), (64, 64, 64, 4)}
 
 
+FAIR = script("trace_fairness")
+key, SMS = FAIR.key, FAIR.SMS
+
+
 @pytest.fixture(scope="module")
 def runs():
-    return script("trace_fairness").compute()
-
-
-def key(r):
-    return (r["d"], r["Br"], r["Bc"], r["warps"])
+    return FAIR.compute()
 
 
 def test_every_instance_is_traced_at_one_and_four_rounds(runs):
@@ -30,7 +30,7 @@ def test_every_instance_is_traced_at_one_and_four_rounds(runs):
     each launch checked against fp32 SDPA first."""
     for inst in fa2_tc.INSTANCES:
         mine = [r for r in runs if key(r) == inst]
-        rounds = sorted(r["blocks"] / (132 * r["measured_build_blocks"]) for r in mine if r["B"] == 1)
+        rounds = sorted(r["blocks"] / (SMS * r["measured_build_blocks"]) for r in mine if r["B"] == 1)
         assert rounds == [1, 4], inst
         assert all((r["blocks_per_sm"] == r["measured_build_blocks"]) == (inst not in TRACE_BUILD_FEWER) for r in mine)
         assert len(mine) == (4 if mine[0]["measured_build_blocks"] == 1 else 2)
@@ -55,7 +55,7 @@ def test_the_first_round_is_the_slowest(runs):
     ratios = []
     for r in runs:
         b, du = r["blocks_per_sm"], r["durations_us"]
-        if r["B"] == 1 and r["blocks"] == 4 * 132 * b:
+        if r["B"] == 1 and r["blocks"] == 4 * SMS * b:
             ratios.append((sum(du[:b]) / b) / (sum(du[b:3 * b]) / (2 * b)))
     assert len(ratios) == len(fa2_tc.INSTANCES) - len(TRACE_BUILD_FEWER)
     assert sum(x > 1.01 for x in ratios) >= 14 and 0.99 < min(ratios) and max(ratios) < 1.06
