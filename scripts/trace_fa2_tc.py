@@ -12,7 +12,10 @@ heavy blocks start after the first round or share their SM with two others. TRAC
 non-causal, at the measured build's blocks per SM (forced with unused shared memory where the trace build would fit
 more), in grids of exactly one and four rounds (B1, H 4 or 16 times the blocks per SM, N 33 tiles of Br); and the
 instances of one block a SM at B32 H8 N1000 and B2 H8 N8192: how evenly co-resident blocks share their SM, and what
-a block costs beside its tiles where nothing overlaps its start and end.
+a block costs beside its tiles where nothing overlaps its start and end. TRACE_SET=phase: the phase build
+(csrc/fa2_tc_phase.cu), whose blocks also record the SM cycles their warp 0 spends waiting for K, in QK^T and the
+softmax, waiting for V and in PV: every instance at each blocks a SM from one to the measured build's, in grids of
+one and two rounds; the last of three launches' records is kept.
 """
 
 import os
@@ -30,6 +33,9 @@ PROBLEMS = [
     (4, 16, 1024, 64, 64, 128, 4), (4, 16, 1024, 32, 128, 64, 4), (8, 1, 3000, 128, 128, 128, 8),
     (2, 8, 1000, 128, 64, 64, 4), (4, 16, 4096, 64, 128, 128, 4), (2, 16, 1000, 128, 64, 64, 4),
 ]
+# the phase build's per-block words beyond SM, start and end (fa2_tc.cu, "Trace builds only"): warp 0's SM cycles in
+# its KV loop's phases, summed over its tiles, and from its start to the block's end
+PHASES = ("wait_k_cycles", "s_cycles", "wait_v_cycles", "pv_cycles", "total_cycles")
 LATE = [
     (1, 16, 3000, 64, 128, 128, 4), (1, 16, 3000, 128, 128, 64, 4), (4, 16, 1024, 64, 128, 32, 4),
     (8, 16, 333, 128, 128, 64, 4), (32, 8, 128, 128, 128, 64, 4), (1, 8, 8192, 128, 128, 64, 4),
@@ -43,28 +49,55 @@ def measured_build(gpu_key, d, Br, Bc, warps) -> tuple:
     return int(p.blocks_per_sm), int(p.launch.smem_bytes)
 
 
+def forced(ext, spec, d, Br, Bc, w, want, smem) -> tuple:
+    """(extra_smem, blocks per SM): the unused shared memory (in KiB steps) that holds this build's instance to at
+    most ``want`` blocks a SM, and the blocks a SM it then runs (fewer where its own registers allow fewer)."""
+    extra = 0
+    while ext.blocks_per_sm(d, Br, Bc, w, 0, extra) > want and smem + extra < spec.smem_per_block_optin_bytes:
+        extra += 1024
+    return extra, ext.blocks_per_sm(d, Br, Bc, w, 0, extra)
+
+
 def fair_runs(ext, gpu_key):
     """(B, H, N, d, Br, Bc, warps, causals, extra_smem, blocks_per_sm) of TRACE_SET=fair."""
     spec = api.load_gpu(gpu_key)
     runs = []
     for d, Br, Bc, w in fa2_tc.INSTANCES:
         want, smem = measured_build(gpu_key, d, Br, Bc, w)
-        extra = 0
-        while ext.blocks_per_sm(d, Br, Bc, w, 0, extra) > want and smem + extra < spec.smem_per_block_optin_bytes:
-            extra += 1024
-        got = ext.blocks_per_sm(d, Br, Bc, w, 0, extra)
+        extra, got = forced(ext, spec, d, Br, Bc, w, want, smem)
         N = 33 * Br
         shapes = [(1, 4 * want, N), (1, 16 * want, N)] + ([(32, 8, 1000), (2, 8, 8192)] if want == 1 else [])
         runs += [(B, H, n, d, Br, Bc, w, (False,), extra, got) for B, H, n in shapes]
     return runs
 
 
+def phase_runs(ext, gpu_key):
+    """(B, H, N, d, Br, Bc, warps, causals, extra_smem, blocks_per_sm) of TRACE_SET=phase: every instance at each
+    blocks a SM from one to the measured build's, in grids of exactly one and two rounds (N 33 tiles of Br)."""
+    spec = api.load_gpu(gpu_key)
+    runs = []
+    for d, Br, Bc, w in fa2_tc.INSTANCES:
+        most, smem = measured_build(gpu_key, d, Br, Bc, w)
+        for want in range(1, most + 1):
+            extra, got = forced(ext, spec, d, Br, Bc, w, want, smem)
+            runs += [r for r in ((1, rounds * 4 * got, 33 * Br, d, Br, Bc, w, (False,), extra, got)
+                                 for rounds in (1, 2)) if r not in runs]     # (this build may fit fewer)
+    return runs
+
+
 def main(path):
     which = os.environ.get("TRACE_SET", "first")
-    torch, tool, ext = build.load_single("fa2_tc_trace.cu", "trace", deps=("fa2_tc.cu", "sm_timer.cuh"))
+    if which == "phase":
+        torch, tool, ext = build.load_single("fa2_tc_phase.cu", "phase",
+                                             deps=("fa2_tc_trace.cu", "fa2_tc.cu", "sm_timer.cuh"))
+    else:
+        torch, tool, ext = build.load_single("fa2_tc_trace.cu", "trace", deps=("fa2_tc.cu", "sm_timer.cuh"))
+    words = int(getattr(ext, "trace_words", 3))
     out = {"runs": []}
     if which == "fair":
         runs = fair_runs(ext, os.environ.get("GPU_KEY", "h100"))
+    elif which == "phase":
+        runs = phase_runs(ext, os.environ.get("GPU_KEY", "h100"))
     else:
         runs = [(*p, (False, True), 0, None) for p in (LATE if which == "late" else PROBLEMS)]
     for B, H, N, d, Br, Bc, w, causals, extra, bpsm in runs:
@@ -73,20 +106,24 @@ def main(path):
             Q, K, V = (torch.randn((B, H, N, d), device="cuda", dtype=torch.float16, generator=g) for _ in range(3))
             O = torch.empty_like(Q)
             blocks = -(-N // Br) * H * B
-            trace = torch.zeros(3 * blocks, dtype=torch.int64, device="cuda")
+            trace = torch.zeros(words * blocks, dtype=torch.int64, device="cuda")
             ext.fa2_tc_traced(Q, K, V, O, Br, Bc, w, causal, trace, extra)      # warm-up
             ref = torch.nn.functional.scaled_dot_product_attention(Q.float(), K.float(), V.float(), is_causal=causal)
             err = float((O.float() - ref).abs().max())
             reps, times = [], []
-            for _ in range(5):
+            for _ in range(3 if which == "phase" else 5):
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 s.record()
                 ext.fa2_tc_traced(Q, K, V, O, Br, Bc, w, causal, trace, extra)
                 e.record()
                 torch.cuda.synchronize()
                 times.append(s.elapsed_time(e) * 1e3)
-                t = trace.view(-1, 3).cpu()
+                t = trace.view(-1, words).cpu()
                 reps.append(probe.block_times(t[:, 0].tolist(), t[:, 1].tolist(), t[:, 2].tolist()))
+                if words == 8:
+                    reps[-1].update({k: t[:, 3 + i].tolist() for i, k in enumerate(PHASES)})
+            if which == "phase":
+                reps = reps[-1:]            # the last launch's record (the phase records are large)
             out["runs"].append({"B": B, "H": H, "N": N, "d": d, "Br": Br, "Bc": Bc, "warps": w, "causal": causal,
                                 "dtype": "fp16", "max_abs_err_vs_fp32_sdpa": err, "event_us": times, "reps": reps,
                                 **({} if bpsm is None else {"extra_smem": extra, "blocks_per_sm": bpsm})})

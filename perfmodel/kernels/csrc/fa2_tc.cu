@@ -73,8 +73,36 @@ namespace fa2tc {
 
 #ifdef FA2TC_TRACE
 // Trace builds only (scripts/trace_fa2_tc.py, csrc/fa2_tc_trace.cu): each block writes its SM and its start and end
-// on the global timer (ns) to trace[3 * linear block id + {0, 1, 2}]. The measured kernels are built without it.
+// on the global timer (ns) to trace[TRACE_WORDS * linear block id + {0, 1, 2}]. The measured kernels are built
+// without it. Phase builds (FA2TC_PHASES, csrc/fa2_tc_phase.cu) add, for warp 0 of each block, the SM cycles
+// (clock64) its KV loop spent in each phase summed over its tiles: {3} waiting for K (the copy's wait and the
+// barrier), {4} QK^T and the softmax (to the row sums' last value), {5} waiting for V, {6} PV (to its last MMA's
+// result), and {7} the warp's cycles from its start to its last store.
+#ifdef FA2TC_PHASES
+constexpr int TRACE_WORDS = 8;
+#else
+constexpr int TRACE_WORDS = 3;
+#endif
 __device__ unsigned long long* trace_buf;
+#endif
+#ifdef FA2TC_PHASES
+// The SM's cycle counter, read once ``after`` holds its value: the read waits on the work that produced it
+__device__ __forceinline__ unsigned long long clock_after(float after) {
+    unsigned long long t;
+    asm volatile("{\n .reg .pred p;\n setp.eq.f32 p, %1, 0f7FFFFFFF;\n mov.u64 %0, %%clock64;\n}\n"
+                 : "=l"(t) : "f"(after) : "memory");
+    return t;
+}
+#define FA2TC_PHASE(slot, after)                     \
+    do {                                             \
+        const unsigned long long now = clock_after(after); \
+        phase[slot] += now - phase_t;                \
+        phase_t = now;                               \
+    } while (0)
+#else
+#define FA2TC_PHASE(slot, after) \
+    do {                         \
+    } while (0)
 #endif
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
@@ -201,6 +229,10 @@ __global__ void __launch_bounds__(WARPS * 32)
 #ifdef FA2TC_TRACE
     const unsigned long long trace_t0 = global_ns();
 #endif
+#ifdef FA2TC_PHASES
+    const unsigned long long phase_start = clock_after(0.f);
+    unsigned long long phase[4] = {0, 0, 0, 0}, phase_t = phase_start;
+#endif
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BR;
     const size_t head = ((size_t)blockIdx.z * gridDim.y + blockIdx.y) * (size_t)N * D;
@@ -247,8 +279,12 @@ __global__ void __launch_bounds__(WARPS * 32)
 
     for (int jt = nt - 1; jt >= 0; --jt) {
         const int k0 = jt * BC;
+#ifdef FA2TC_PHASES
+        phase_t = clock_after(0.f);
+#endif
         cp_async_wait_all();
         __syncthreads();
+        FA2TC_PHASE(0, 0.f);
         load_tile<T, BC, D, THREADS>(sV, V, k0, N, tid);
         cp_async_commit();
 
@@ -321,8 +357,10 @@ __global__ void __launch_bounds__(WARPS * 32)
                 }
             }
 
+        FA2TC_PHASE(1, l[MT - 1][1]);
         cp_async_wait_all();
         __syncthreads();
+        FA2TC_PHASE(2, 0.f);
         if (jt > 0) {
             load_tile<T, BC, D, THREADS>(sK, K, k0 - BC, N, tid);
             cp_async_commit();
@@ -346,6 +384,7 @@ __global__ void __launch_bounds__(WARPS * 32)
                 mma_n16<T>(o, 2 * dp, pa, vf);
             }
         }
+        FA2TC_PHASE(3, o[MT - 1][NO - 1][3]);
     }
 
     // Epilogue: O / l, staged through this warp's own rows of the Q tile (only this warp ever read them, and
@@ -381,10 +420,15 @@ __global__ void __launch_bounds__(WARPS * 32)
     __syncthreads();
     if (tid == 0) {
         const unsigned s = sm_id();
-        unsigned long long* t = trace_buf + 3 * (blockIdx.x + (size_t)gridDim.x * (blockIdx.y + (size_t)gridDim.y * blockIdx.z));
+        unsigned long long* t =
+            trace_buf + TRACE_WORDS * (blockIdx.x + (size_t)gridDim.x * (blockIdx.y + (size_t)gridDim.y * blockIdx.z));
         t[0] = s;
         t[1] = trace_t0;
         t[2] = global_ns();
+#ifdef FA2TC_PHASES
+        for (int i = 0; i < 4; ++i) t[3 + i] = phase[i];
+        t[7] = clock_after(0.f) - phase_start;
+#endif
     }
 #endif
 }

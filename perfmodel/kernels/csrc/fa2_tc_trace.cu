@@ -8,7 +8,8 @@
 #include <torch/extension.h>
 #include <ATen/cuda/CUDAContext.h>
 
-// Q, K, V, O: (B, H, N, d) contiguous CUDA tensors of one dtype (fp16 or bf16); trace: int64[3 * blocks];
+// Q, K, V, O: (B, H, N, d) contiguous CUDA tensors of one dtype (fp16 or bf16); trace: int64[TRACE_WORDS * blocks]
+// (3, or 8 in a phase build: fa2_tc.cu, "Trace builds only");
 // extra_smem: unused dynamic shared memory asked for beyond the tiles', so that fewer blocks fit an SM (this build's
 // registers differ from the measured build's: the fairness traces force the measured build's blocks per SM)
 static void fa2_tc_traced(torch::Tensor Q, torch::Tensor K, torch::Tensor V, torch::Tensor O, int Br, int Bc,
@@ -16,7 +17,8 @@ static void fa2_tc_traced(torch::Tensor Q, torch::Tensor K, torch::Tensor V, tor
     TORCH_CHECK(Q.is_cuda() && Q.is_contiguous() && Q.dim() == 4, "fa2_tc_traced: Q must be contiguous 4-D CUDA");
     const int B = Q.size(0), H = Q.size(1), N = Q.size(2), d = Q.size(3);
     const long blocks = (long)((N + Br - 1) / Br) * H * B;
-    TORCH_CHECK(trace.numel() >= 3 * blocks && trace.scalar_type() == torch::kInt64, "fa2_tc_traced: trace too small");
+    TORCH_CHECK(trace.numel() >= fa2tc::TRACE_WORDS * blocks && trace.scalar_type() == torch::kInt64,
+                "fa2_tc_traced: trace too small");
     unsigned long long* p = reinterpret_cast<unsigned long long*>(trace.data_ptr<int64_t>());
     fa2_tc_check(cudaMemcpyToSymbol(fa2tc::trace_buf, &p, sizeof(p)), "cudaMemcpyToSymbol(trace_buf)");
     const int dtype = Q.scalar_type() == torch::kBFloat16 ? 1 : 0;
@@ -30,6 +32,7 @@ static int fa2_tc_traced_blocks_per_sm(int d, int Br, int Bc, int warps, int dty
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+    m.attr("trace_words") = fa2tc::TRACE_WORDS;
     m.def("fa2_tc_traced", &fa2_tc_traced, "fa2_tc forward, recording each block's SM, start and end");
     m.def("blocks_per_sm", &fa2_tc_traced_blocks_per_sm, "blocks per SM of this build's instance, with extra_smem");
 }
