@@ -9,22 +9,12 @@ import numpy as np
 import pytest
 
 from perfmodel.hw import calibration, gpu
-from perfmodel.kernels.fa2_tc import FA2TC
+from perfmodel.kernels.fa2_tc import PaddedFA2TC as Padded
 from perfmodel.model import engine
 from perfmodel.shape import AttentionShape
 
 DATA = Path(__file__).resolve().parents[1] / "examples" / "measurements"
 GPU_NAME = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200"}
-
-
-class Padded(FA2TC):
-    """fa2_tc asking for ``extra`` bytes of dynamic shared memory it does not use, as the probe's launches do."""
-
-    def __init__(self, extra):
-        self.extra = extra
-
-    def smem_bytes(self, shape, tiles):
-        return super().smem_bytes(shape, tiles) + self.extra
 
 
 @functools.lru_cache(maxsize=None)
