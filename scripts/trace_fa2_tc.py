@@ -1,6 +1,6 @@
 """Per-block traces of fa2_tc launches: which SM each block ran on, when it started and ended, as JSON.
 
-    [TRACE_SET=late] python3 scripts/trace_fa2_tc.py OUT.json
+    [TRACE_SET=late|fair|phase|phase-cold] python3 scripts/trace_fa2_tc.py OUT.json
 
 Builds csrc/fa2_tc_trace.cu (fa2_tc compiled with FA2TC_TRACE, its own extension module) and runs a list of
 problems, chosen where the model's causal scheduling is least sure: grids that fill one round, causal and not,
@@ -15,14 +15,15 @@ instances of one block a SM at B32 H8 N1000 and B2 H8 N8192: how evenly co-resid
 a block costs beside its tiles where nothing overlaps its start and end. TRACE_SET=phase: the phase build
 (csrc/fa2_tc_phase.cu), whose blocks also record the SM cycles their warp 0 spends waiting for K, in QK^T and the
 softmax, waiting for V and in PV: every instance at each blocks a SM from one to the measured build's, in grids of
-one and two rounds; the last of three launches' records is kept.
+one and two rounds; the last of three launches' records is kept. TRACE_SET=phase-cold: the same, each launch after
+an L2 flush (as the timed grid's are).
 """
 
 import os
 
 from perfmodel import api
 from perfmodel.kernels import fa2_tc
-from perfmodel.measure import build, probe
+from perfmodel.measure import bench, build, probe
 
 
 # (B, H, N, d, Br, Bc, warps); each causal and not, fp16
@@ -87,6 +88,8 @@ def phase_runs(ext, gpu_key):
 
 def main(path):
     which = os.environ.get("TRACE_SET", "first")
+    cold = which == "phase-cold"                 # the phase runs, each launch after an L2 flush
+    which = "phase" if cold else which
     if which == "phase":
         torch, tool, ext = build.load_single("fa2_tc_phase.cu", "phase",
                                              deps=("fa2_tc_trace.cu", "fa2_tc.cu", "sm_timer.cuh"))
@@ -94,6 +97,7 @@ def main(path):
         torch, tool, ext = build.load_single("fa2_tc_trace.cu", "trace", deps=("fa2_tc.cu", "sm_timer.cuh"))
     words = int(getattr(ext, "trace_words", 3))
     out = {"runs": []}
+    flush = bench.Bencher(torch).flush_l2 if cold else (lambda: None)
     if which == "fair":
         runs = fair_runs(ext, os.environ.get("GPU_KEY", "h100"))
     elif which == "phase":
@@ -113,6 +117,7 @@ def main(path):
             reps, times = [], []
             for _ in range(3 if which == "phase" else 5):
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                flush()
                 s.record()
                 ext.fa2_tc_traced(Q, K, V, O, Br, Bc, w, causal, trace, extra)
                 e.record()
@@ -126,7 +131,8 @@ def main(path):
                 reps = reps[-1:]            # the last launch's record (the phase records are large)
             out["runs"].append({"B": B, "H": H, "N": N, "d": d, "Br": Br, "Bc": Bc, "warps": w, "causal": causal,
                                 "dtype": "fp16", "max_abs_err_vs_fp32_sdpa": err, "event_us": times, "reps": reps,
-                                **({} if bpsm is None else {"extra_smem": extra, "blocks_per_sm": bpsm})})
+                                **({} if bpsm is None else {"extra_smem": extra, "blocks_per_sm": bpsm}),
+                                **({"l2_flushed": True} if cold else {})})
             span = max(reps[-1]["end_ns"]) / 1e3
             print(f"B{B} H{H} N{N} d{d} {Br}x{Bc}/{w}w causal={int(causal)}: {blocks} blocks, span {span:.1f} us, "
                   f"events {min(times):.1f} us, max err {err:.1e}", flush=True)
