@@ -27,10 +27,11 @@ from perfmodel.hw import calibration, gpu  # noqa: E402
 from perfmodel.kernels.fa2_tc import PaddedFA2TC  # noqa: E402
 from perfmodel.model import engine  # noqa: E402
 from perfmodel.shape import AttentionShape  # noqa: E402
+
+SMS = gpu.resolve("h100").sm_count         # the traced GPU's SMs (the record's launches fill them exactly)
 TRACE = ROOT / "examples" / "measurements" / "h100" / "probe" / "fa2_tc_trace_phase.json"
 COLD = TRACE.with_name("fa2_tc_trace_phase_cold.json")
 PHASES = ("wait_k_cycles", "s_cycles", "wait_v_cycles", "pv_cycles")
-SMS = 132                                  # the traced H100's SMs (the record's launches fill them exactly)
 
 
 def key(r):

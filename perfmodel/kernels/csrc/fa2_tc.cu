@@ -77,7 +77,7 @@ namespace fa2tc {
 // without it. Phase builds (FA2TC_PHASES, csrc/fa2_tc_phase.cu) add, for warp 0 of each block, the SM cycles
 // (clock64) its KV loop spent in each phase summed over its tiles: {3} waiting for K (the copy's wait and the
 // barrier), {4} QK^T and the softmax (to the row sums' last value), {5} waiting for V, {6} PV (to its last MMA's
-// result), and {7} the warp's cycles from its start to its last store.
+// result), and {7} the warp's cycles from its start to the block's end.
 #ifdef FA2TC_PHASES
 constexpr int TRACE_WORDS = 8;
 #else
