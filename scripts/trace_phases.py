@@ -27,16 +27,16 @@ from perfmodel.hw import calibration, gpu  # noqa: E402
 from perfmodel.kernels.fa2_tc import PaddedFA2TC  # noqa: E402
 from perfmodel.model import engine  # noqa: E402
 from perfmodel.shape import AttentionShape  # noqa: E402
-
-SMS = gpu.resolve("h100").sm_count         # the traced GPU's SMs (the record's launches fill them exactly)
+from trace_fairness import SMS, key  # noqa: E402  (the traced GPU's SMs; a launch's instance)
 TRACE = ROOT / "examples" / "measurements" / "h100" / "probe" / "fa2_tc_trace_phase.json"
 COLD = TRACE.with_name("fa2_tc_trace_phase_cold.json")
 PHASES = ("wait_k_cycles", "s_cycles", "wait_v_cycles", "pv_cycles")
 
 
-def key(r):
-    """A traced launch's instance, (d, Br, Bc, warps) as in fa2_tc.INSTANCES."""
-    return (r["d"], r["Br"], r["Bc"], r["warps"])
+def per_tile(run: dict) -> dict:
+    """Phase -> each block's warp 0 cycles in it a KV tile (the launch's last record)."""
+    rep, tiles = run["reps"][-1], -(-run["N"] // run["Bc"])
+    return {p: np.asarray(rep[p], dtype=float) / tiles for p in PHASES}
 
 
 def one_round(run: dict) -> dict:
@@ -47,8 +47,7 @@ def one_round(run: dict) -> dict:
     for s in np.unique(sm):
         mine = np.flatnonzero(sm == s)
         place[mine[np.argsort(start[mine])]] = np.arange(len(mine))
-    tiles = -(-run["N"] // run["Bc"])
-    per = {p: np.asarray(rep[p], dtype=float) / tiles for p in PHASES}
+    per = per_tile(run)
     return {p: [float(per[p][place == k].mean()) for k in range(run["blocks_per_sm"])] for p in PHASES}
 
 
@@ -71,9 +70,8 @@ def span_us(run: dict) -> float:
 
 def waits_per_tile(run: dict) -> float:
     """Warp 0's cycles waiting for K and V a KV tile, the mean over the launch's blocks."""
-    rep = run["reps"][-1]
-    return float(np.mean((np.asarray(rep["wait_k_cycles"]) + np.asarray(rep["wait_v_cycles"]))
-                         / -(-run["N"] // run["Bc"])))
+    per = per_tile(run)
+    return float(np.mean(per["wait_k_cycles"] + per["wait_v_cycles"]))
 
 
 def model_us(run: dict, spec, cal) -> float:
