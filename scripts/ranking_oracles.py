@@ -1,0 +1,105 @@
+"""Where the H100's Spearman over tiles falls short of 0.95 (analysis only; nothing here is a model or is fitted).
+
+    python3 scripts/ranking_oracles.py
+
+Scores fa2_tc's predictions, as shipped, on the H100's held-out rows (Spearman over tiles, MAPE) and, over every
+problem of the grid, the tile each ranking picks (fastest measured; within 5% of it), as validate and
+examples/tile_advice.py score them; then the same predictions corrected by what two measurements the model does not
+have say about each launch (oracles: they read the launch's own measurements, so no model can use them as they are):
+
+* uneven: the fairness traces (probe/fa2_tc_trace_fair.json, scripts/trace_fairness.py): in one round the last of
+  an SM's blocks ends U after the blocks' mean end (U = last / mean - 1, above 2% only for the d <= 64 128-row
+  tiles). A non-causal launch of those tiles whose last round holds two or more blocks an SM is taken to end U of a
+  round later: its prediction times 1 + U / rounds.
+* clock: the SM clock the bench's spins read around each timed run (spin_clock_mhz_before/after; docs/
+  measurements.md says why they are not a clock to model with). A launch longer than 5 ms is taken to run at
+  min(spin, boost) / boost of the clock the model prices it at: its prediction divided by that.
+
+Run from the repository root.
+"""
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from perfmodel import api  # noqa: E402
+from perfmodel.evaluation import dataset, validate  # noqa: E402
+from perfmodel.evaluation.fit import in_training_split  # noqa: E402
+from perfmodel.hw import calibration  # noqa: E402
+
+import trace_fairness  # noqa: E402
+
+DATA = ROOT / "examples" / "measurements" / "h100" / "fa2_tc.csv"
+UNEVEN_ABOVE = 0.02          # last / mean - 1 above this: the traced instance's blocks do not end together
+LONG_S = 5e-3                # launches the clock oracle rescales
+
+
+def unevenness() -> dict:
+    """(d, Br, Bc, warps) -> U, for the instances whose one-round trace at the measured build's blocks per SM ends
+    its SMs' last block more than UNEVEN_ABOVE after their mean end."""
+    out = {}
+    for r in trace_fairness.compute():
+        if "last_over_mean" in r and r["measured_build_blocks"] == r["blocks_per_sm"]:
+            u = r["last_over_mean"] - 1
+            if u > UNEVEN_ABOVE:
+                out[trace_fairness.key(r)] = u
+    return out
+
+
+def uneven_factor(ms, table: dict, sms: int) -> np.ndarray:
+    """Per row: 1 + U / rounds where the row's instance is in ``table``, it is not causal and its last round holds
+    two or more blocks an SM (blocks per SM as CUDA reported them); 1 elsewhere."""
+    c = ms.cols
+    out = np.ones(len(ms))
+    for i in range(len(ms)):
+        k = (int(c["d"][i]), int(c["Br"][i]), int(c["Bc"][i]), int(c["threads"][i]) // 32)
+        if k not in table or ms.causal[i]:
+            continue
+        bpsm = int(ms.rows[i]["cuda_blocks_per_sm"])
+        per_sm = -(-int(c["B"][i] * c["H"][i] * -(-c["N"][i] // c["Br"][i])) // sms)
+        rounds = -(-per_sm // bpsm)
+        if per_sm - (rounds - 1) * bpsm >= 2:
+            out[i] = 1 + table[k] / rounds
+    return out
+
+
+def clock_factor(ms, boost_mhz: float) -> np.ndarray:
+    """Per row: min(spin clock, boost) / boost for launches longer than LONG_S (the mean of the two spins), else 1."""
+    spin = np.array([(float(r["spin_clock_mhz_before"]) + float(r["spin_clock_mhz_after"])) / 2 for r in ms.rows])
+    return np.where(ms.measured_s > LONG_S, np.minimum(spin, boost_mhz) / boost_mhz, 1.0)
+
+
+def score(ms, pred, held_out) -> dict:
+    """Held-out Spearman over tiles and MAPE; over every problem, how often the pick is the fastest and within 5%."""
+    groups = ms.problems()
+    keep = np.flatnonzero(held_out)
+    sp = validate.grouped_spearman([groups[i] for i in keep], pred[keep], ms.measured_s[keep])[0]
+    hits, slow = validate.best_picks(groups, pred, ms.measured_s)
+    return {"spearman": sp, "mape": float(np.mean(np.abs(pred[keep] / ms.measured_s[keep] - 1)) * 100),
+            "best": hits / len(slow), "within_5": float(np.mean(slow <= 0.05)), "bad_picks": int(np.sum(slow > 0.05))}
+
+
+def compute() -> dict:
+    (ms,) = dataset.load([DATA])
+    spec = api.load_gpu("h100")
+    pred = validate.predict_set(ms, spec, calibration.resolve(spec))[0]
+    held_out = ~np.array([in_training_split(r) for r in ms.rows], bool)
+    uneven = uneven_factor(ms, unevenness(), spec.sm_count)
+    clock = clock_factor(ms, spec.clock_hz / 1e6)
+    variants = {"as shipped": pred, "uneven": pred * uneven, "clock": pred / clock, "both": pred * uneven / clock}
+    return {name: score(ms, p, held_out) for name, p in variants.items()}
+
+
+def main():
+    print("fa2_tc, H100: held-out Spearman over tiles and MAPE; the pick over every problem")
+    for name, s in compute().items():
+        print(f"  {name:11s} Spearman {s['spearman']:.4f}  MAPE {s['mape']:.2f}%  pick fastest {s['best'] * 100:.1f}%"
+              f"  within 5% {s['within_5'] * 100:.1f}% ({s['bad_picks']} problems beyond)")
+
+
+if __name__ == "__main__":
+    main()
