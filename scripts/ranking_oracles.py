@@ -1,15 +1,16 @@
 """Where the H100's Spearman over tiles falls short of 0.95 (analysis only; nothing here is a model or is fitted).
 
-    python3 scripts/ranking_oracles.py
+    python3 scripts/ranking_oracles.py [h100|h200]
 
-Scores fa2_tc's predictions, as shipped, on the H100's held-out rows (Spearman over tiles, MAPE) and, over every
+Scores fa2_tc's predictions, as shipped, on the H100's held-out rows (every row on the H200, whose fit is carried;
+Spearman over tiles, MAPE) and, over every
 problem of the grid, the tile each ranking picks (fastest measured; within 5% of it), as validate and
 examples/tile_advice.py score them; then the same predictions corrected by what two measurements the model does not
 have say about each launch (oracles: they read the launch's own measurements, so no model can use them as they are):
 
 * uneven: the fairness traces (probe/fa2_tc_trace_fair.json, scripts/trace_fairness.py): in one round the last of
   an SM's blocks ends U after the blocks' mean end (U = last / mean - 1, above 2% only for the d <= 64 128-row
-  tiles). A non-causal launch of those tiles whose last round holds two or more blocks an SM is taken to end U of a
+  tiles; traced on the H100, whose SM the H200 shares). A non-causal launch of those tiles whose last round holds two or more blocks an SM is taken to end U of a
   round later: its prediction times 1 + U / rounds.
 * clock: the SM clock the bench's spins read around each timed run (spin_clock_mhz_before/after; docs/
   measurements.md says why they are not a clock to model with). A launch longer than 5 ms is taken to run at
@@ -33,7 +34,10 @@ from perfmodel.hw import calibration  # noqa: E402
 
 import trace_fairness  # noqa: E402
 
-DATA = ROOT / "examples" / "measurements" / "h100" / "fa2_tc.csv"
+
+def data(gpu: str = "h100") -> Path:
+    return ROOT / "examples" / "measurements" / gpu / "fa2_tc.csv"
+
 UNEVEN_ABOVE = 0.02          # last / mean - 1 above this: the traced instance's blocks do not end together
 LONG_S = 5e-3                # launches the clock oracle rescales
 
@@ -83,23 +87,25 @@ def score(ms, pred, held_out) -> dict:
             "best": hits / len(slow), "within_5": float(np.mean(slow <= 0.05)), "bad_picks": int(np.sum(slow > 0.05))}
 
 
-def compute() -> dict:
-    (ms,) = dataset.load([DATA])
-    spec = api.load_gpu("h100")
+def compute(gpu: str = "h100") -> dict:
+    (ms,) = dataset.load([data(gpu)])
+    spec = api.load_gpu(gpu)
     pred = validate.predict_set(ms, spec, calibration.resolve(spec))[0]
-    held_out = ~np.array([in_training_split(r) for r in ms.rows], bool)
+    held_out = (~np.array([in_training_split(r) for r in ms.rows], bool) if gpu == "h100"
+                else np.ones(len(ms), bool))       # validate's split: the H200 has nothing fitted to it
     uneven = uneven_factor(ms, unevenness(), spec.sm_count)
     clock = clock_factor(ms, spec.clock_hz / 1e6)
     variants = {"as shipped": pred, "uneven": pred * uneven, "clock": pred / clock, "both": pred * uneven / clock}
     return {name: score(ms, p, held_out) for name, p in variants.items()}
 
 
-def main():
-    print("fa2_tc, H100: held-out Spearman over tiles and MAPE; the pick over every problem")
-    for name, s in compute().items():
+def main(gpu: str = "h100"):
+    rows = "held-out" if gpu == "h100" else "every row's"
+    print(f"fa2_tc, {gpu.upper()}: {rows} Spearman over tiles and MAPE; the pick over every problem")
+    for name, s in compute(gpu).items():
         print(f"  {name:11s} Spearman {s['spearman']:.4f}  MAPE {s['mape']:.2f}%  pick fastest {s['best'] * 100:.1f}%"
               f"  within 5% {s['within_5'] * 100:.1f}% ({s['bad_picks']} problems beyond)")
 
 
 if __name__ == "__main__":
-    main()
+    main(*sys.argv[1:2])
