@@ -1,17 +1,17 @@
-"""Where the H100's Spearman over tiles falls short of 0.95 (analysis only; nothing here is a model or is fitted).
+"""Where fa2_tc's Spearman over tiles falls short of 0.95 (analysis only; nothing here is a model or is fitted).
 
     python3 scripts/ranking_oracles.py [h100|h200]
 
-Scores fa2_tc's predictions, as shipped, on the H100's held-out rows (every row on the H200, whose fit is carried;
-Spearman over tiles, MAPE) and, over every
-problem of the grid, the tile each ranking picks (fastest measured; within 5% of it), as validate and
-examples/tile_advice.py score them; then the same predictions corrected by what two measurements the model does not
-have say about each launch (oracles: they read the launch's own measurements, so no model can use them as they are):
+Scores fa2_tc's predictions, as shipped, on the H100's held-out rows (every row on the H200, whose fit is carried):
+Spearman over tiles and MAPE, and, over every problem of the grid, how often the tile a ranking picks is the fastest
+measured and how often within 5% of it, as validate and examples/tile_advice.py score them. Then the same
+predictions corrected by what two measurements the model does not have say about each launch (oracles: they read
+the launch's own measurements, so no model can use them as they are):
 
 * uneven: the fairness traces (probe/fa2_tc_trace_fair.json, scripts/trace_fairness.py): in one round the last of
   an SM's blocks ends U after the blocks' mean end (U = last / mean - 1, above 2% only for the d <= 64 128-row
-  tiles; traced on the H100, whose SM the H200 shares). A non-causal launch of those tiles whose last round holds two or more blocks an SM is taken to end U of a
-  round later: its prediction times 1 + U / rounds.
+  tiles; traced on the H100, whose SM design the H200 shares). A non-causal launch of those tiles whose last round
+  holds two or more blocks an SM is taken to end U of a round later: its prediction times 1 + U / rounds.
 * clock: the SM clock the bench's spins read around each timed run (spin_clock_mhz_before/after; docs/
   measurements.md says why they are not a clock to model with). A launch longer than 5 ms is taken to run at
   min(spin, boost) / boost of the clock the model prices it at: its prediction divided by that.
