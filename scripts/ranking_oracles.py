@@ -25,11 +25,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
 
 from perfmodel import api  # noqa: E402
 from perfmodel.evaluation import dataset, validate  # noqa: E402
-from perfmodel.evaluation.fit import in_training_split  # noqa: E402
 from perfmodel.hw import calibration  # noqa: E402
 
 import trace_fairness  # noqa: E402
@@ -63,8 +61,7 @@ def uneven_factor(ms, table: dict, sms: int) -> np.ndarray:
         k = (int(c["d"][i]), int(c["Br"][i]), int(c["Bc"][i]), int(c["threads"][i]) // 32)
         if k not in table or ms.causal[i]:
             continue
-        bpsm = int(ms.rows[i]["cuda_blocks_per_sm"])
-        per_sm = -(-int(c["B"][i] * c["H"][i] * -(-c["N"][i] // c["Br"][i])) // sms)
+        per_sm, bpsm = trace_fairness.sm_blocks(ms, i, sms)
         rounds = -(-per_sm // bpsm)
         if per_sm - (rounds - 1) * bpsm >= 2:
             out[i] = 1 + table[k] / rounds
@@ -91,8 +88,7 @@ def compute(gpu: str = "h100") -> dict:
     (ms,) = dataset.load([data(gpu)])
     spec = api.load_gpu(gpu)
     pred = validate.predict_set(ms, spec, calibration.resolve(spec))[0]
-    held_out = (~np.array([in_training_split(r) for r in ms.rows], bool) if gpu == "h100"
-                else np.ones(len(ms), bool))       # validate's split: the H200 has nothing fitted to it
+    held_out = validate.split_mask(ms, "test" if gpu == "h100" else "all")     # the H200 has nothing fitted
     uneven = uneven_factor(ms, unevenness(), spec.sm_count)
     clock = clock_factor(ms, spec.clock_hz / 1e6)
     variants = {"as shipped": pred, "uneven": pred * uneven, "clock": pred / clock, "both": pred * uneven / clock}

@@ -92,8 +92,7 @@ def measured_fixed_parts(kernel="fa2_tc", gpu="h100", min_rounds=6) -> dict:
     pred = validate.predict_set(ms, spec, cal)[0]
     c, groups = ms.cols, {}
     for i in range(len(ms)):
-        per_sm = -(-int(c["B"][i] * c["H"][i] * -(-c["N"][i] // c["Br"][i])) // spec.sm_count)
-        bpsm = int(ms.rows[i]["cuda_blocks_per_sm"])
+        per_sm, bpsm = sm_blocks(ms, i, spec.sm_count)
         if ms.causal[i] or per_sm / bpsm < min_rounds:
             continue
         k = (int(c["d"][i]), int(c["Br"][i]), int(c["Bc"][i]), int(c["threads"][i]) // 32, bpsm)
@@ -107,6 +106,13 @@ def measured_fixed_parts(kernel="fa2_tc", gpu="h100", min_rounds=6) -> dict:
         fit = lambda t: np.linalg.lstsq(a, t * 1e6 / rounds, rcond=None)[0]
         out[k] = (tuple(fit(meas)), tuple(fit(model)))
     return out
+
+
+def sm_blocks(ms, i: int, sms: int) -> tuple:
+    """Row ``i`` of a measured fa2_tc set: (blocks on its busiest SM, blocks per SM as CUDA reported them)."""
+    c = ms.cols
+    grid = int(c["B"][i] * c["H"][i] * -(-c["N"][i] // c["Br"][i]))
+    return -(-grid // sms), int(ms.rows[i]["cuda_blocks_per_sm"])
 
 
 def key(r):

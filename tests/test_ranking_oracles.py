@@ -3,17 +3,13 @@ scores them, and what the two oracles say about the H100's remaining Spearman ga
 the model lacks (the fairness traces' uneven ends, the clock the bench's spins read on long launches) lifts the
 held-out Spearman over tiles, and the two together lift it more than either, past the target of 0.95. On the H200
 the uneven ends lift it too, and bring the picks beyond 5% of the fastest from 11 problems to 7."""
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
+from perfmodel.evaluation import dataset, validate
+from util import script
 
-import ranking_oracles  # noqa: E402
-from perfmodel.evaluation import dataset, validate  # noqa: E402
+ranking_oracles = script("ranking_oracles")
 
 
 @pytest.fixture(scope="module")

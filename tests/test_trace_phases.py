@@ -2,17 +2,14 @@
 fa2_tc_trace_phase.json, read by scripts/trace_phases.py; docs/known-gaps.md): the record is whole and checked, and
 what it shows about where a block's cycles go and how co-resident blocks split their SM holds."""
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
+from perfmodel.kernels import fa2_tc
+from util import script
 
-import trace_phases  # noqa: E402
-from perfmodel.kernels import fa2_tc  # noqa: E402
+trace_phases = script("trace_phases")
 
 
 @pytest.fixture(scope="module")
