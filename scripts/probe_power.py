@@ -37,6 +37,20 @@ MIXES = [
     ("fa2_d64_mt1", 64, 32, 32, 152, (8, 16)),
     ("fa2_d128_mt2", 256, 80, 64, 368, (8, 16)),
 ]
+# the same kernel on random operands that switch from one mma.sync to the next (and a random shared tile): what the
+# tensor cores and ldmatrix cost on data's bits; the name gains an "r"
+RANDOM_MIXES = [
+    ("mma64r", 64, 0, 0, 0, (4, 8, 16)),
+    ("ldsm32r", 0, 32, 0, 0, (16,)),
+    ("mma64+ldsm32r", 64, 32, 0, 0, (16,)),
+    ("fa2_d64_mt1r", 64, 32, 32, 152, (8, 16)),
+    ("fa2_d128_mt2r", 256, 80, 64, 368, (8, 16)),
+]
+L2_READ_MB = 16          # the L2 read cases' buffer: resident in L2 (50 MB on the H100, 60 on the H200)
+# (name, buffer MB, blocks per SM of 256 threads): L2 reads (loads that bypass L1) at three rates, L1 reads (the
+# same buffer through probe_read_kernel, whose later passes hit L1) and DRAM reads
+READS = [("l2_read_4b", L2_READ_MB, 4), ("l2_read_2b", L2_READ_MB, 2), ("l2_read_1b", L2_READ_MB, 1),
+         ("l1_read_4b", L2_READ_MB, 4), ("dram_read", 2048, 4)]
 # POWER_CASES=a,b: run only the cases whose names start with one of these (the idle GPU always)
 # POWER_ZEROS_FIRST=1: the GEMM on zeros before the one on random operands
 
@@ -139,12 +153,12 @@ def main(out_path):
         time.sleep(SECONDS)
         cases["idle"] = {"window": [t0.isoformat(), datetime.datetime.now().isoformat()], "launches": 0,
                          "launch_ms": [], "ops_per_launch": {}}
-        for name, m, l, e, f, warps in MIXES:
+        for name, m, l, e, f, warps, rnd in ([(*x, False) for x in MIXES] + [(*x, True) for x in RANDOM_MIXES]):
             for w in warps:
                 if not wanted(f"{name}_{w}w"):
                     continue
-                def go(iters, w=w, m=m, l=l, e=e, f=f):
-                    ext.probe_mix(cycles, sink, sm, w, iters, m, l, e, f, False)
+                def go(iters, w=w, m=m, l=l, e=e, f=f, rnd=rnd):
+                    ext.probe_mix(cycles, sink, sm, w, iters, m, l, e, f, False, rnd)
                 go(16)
                 torch.cuda.synchronize()
                 a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -157,10 +171,30 @@ def main(out_path):
                 ops = {"mma": per * m, "ldmatrix_x4": per * l, "ex2": per * e, "ffma": per * f}
                 key = f"{name}_{w}w"
                 cases[key] = run_case(torch, lambda: go(iters), ops, cycles)
-                cases[key].update(iters=iters, warps=w, blocks=sm)
+                cases[key].update(iters=iters, warps=w, blocks=sm, random_operands=rnd)
                 print(key, cases[key]["launches"], "launches", flush=True)
                 time.sleep(0.5)
-        if wanted("dram"):
+        for name, mb, per_sm in READS:
+            if not wanted(name):
+                continue
+            buf = torch.ones(mb * 2 ** 20 // 4, device="cuda")
+            read = ext.probe_l2_read if name.startswith("l2") else ext.probe_read
+            read(buf, 1, sink, sm * per_sm)
+            torch.cuda.synchronize()
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            read(buf, 4, sink, sm * per_sm)
+            b.record()
+            torch.cuda.synchronize()
+            reps = int(max(1, 4 * LAUNCH_MS / max(a.elapsed_time(b), 1e-3)))
+            key = {"l2": "l2_read_bytes", "l1": "l1_read_bytes"}.get(name[:2], "dram_read_bytes")
+            cases[name] = run_case(torch, lambda: read(buf, reps, sink, sm * per_sm),
+                                   {key: buf.numel() * 4 * reps})
+            cases[name].update(buffer_mb=mb, blocks=sm * per_sm, threads=256, passes=reps)
+            print(name, cases[name]["launches"], "launches", flush=True)
+            del buf
+            time.sleep(0.5)
+        if wanted("dram_copy") or wanted("dram_fill"):
             nbytes = 2 * 2 ** 30
             src = torch.empty(nbytes // 2, dtype=torch.float16, device="cuda").normal_()
             dst = torch.empty_like(src)
@@ -184,6 +218,11 @@ def main(out_path):
             del x, y, out
             time.sleep(0.5)
         time.sleep(1.0)
+        if wanted("idle_end"):             # the idle GPU again, warm: what the temperature adds to the idle draw
+            t0 = datetime.datetime.now()
+            time.sleep(SECONDS)
+            cases["idle_end"] = {"window": [t0.isoformat(), datetime.datetime.now().isoformat()], "launches": 0,
+                                 "launch_ms": [], "ops_per_launch": {}}
     finally:
         proc.terminate()
         proc.wait()

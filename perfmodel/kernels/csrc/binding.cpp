@@ -25,6 +25,7 @@ void probe_dot(long long*, float*, int, int, int, int, int, int, cudaStream_t);
 void probe_fma(float*, int, int, int, cudaStream_t);
 void probe_exp(float*, int, int, int, cudaStream_t);
 void probe_read(const float*, size_t, int, float*, int, cudaStream_t);
+void probe_l2_read(const float*, size_t, int, float*, int, cudaStream_t);
 void probe_reuse(float*, size_t, int, int, const float*, size_t, float*, int, cudaStream_t);
 void probe_chase(const unsigned*, int, int, int, long long*, unsigned*, cudaStream_t);
 void probe_sync(long long*, int, int, int, cudaStream_t);
@@ -142,6 +143,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, mod) {
     mod.def("probe_read", [](torch::Tensor buf, int iters, torch::Tensor sink, int blocks) {
         probe_read(buf.data_ptr<float>(), (size_t)buf.numel(), iters, sink.data_ptr<float>(), blocks, stream());
     });
+    mod.def("probe_l2_read", [](torch::Tensor buf, int iters, torch::Tensor sink, int blocks) {
+        probe_l2_read(buf.data_ptr<float>(), (size_t)buf.numel(), iters, sink.data_ptr<float>(), blocks, stream());
+    });
     // buf: blocks x live floats, each block's own; extra: iters x blocks x stream floats, each read once
     mod.def("probe_reuse", [](torch::Tensor buf, int64_t live, int iters, bool write, torch::Tensor extra,
                               int64_t stream_floats, torch::Tensor sink, int blocks) {
@@ -166,11 +170,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, mod) {
         probe_mma((long long*)cycles.data_ptr<int64_t>(), sink.data_ptr<float>(), blocks, warps, iters, dtype, chains,
                   stream());
     });
+    // trans: ldmatrix .trans; random_operands: switching random operands (the power probe)
     mod.def("probe_mix", [](torch::Tensor cycles, torch::Tensor sink, int blocks, int warps, int iters, int n_mma,
-                            int n_ldsm, int n_ex2, int n_ffma, bool trans) {
+                            int n_ldsm, int n_ex2, int n_ffma, bool trans, bool random_operands) {
         probe_mix((long long*)cycles.data_ptr<int64_t>(), sink.data_ptr<float>(), blocks, warps, iters, n_mma, n_ldsm,
-                  n_ex2, n_ffma, trans ? 1 : 0, stream());
-    });
+                  n_ex2, n_ffma, (trans ? 1 : 0) | (random_operands ? 2 : 0), stream());
+    }, py::arg("cycles"), py::arg("sink"), py::arg("blocks"), py::arg("warps"), py::arg("iters"), py::arg("n_mma"),
+       py::arg("n_ldsm"), py::arg("n_ex2"), py::arg("n_ffma"), py::arg("trans"), py::arg("random_operands") = false);
     mod.def("probe_fill", [](torch::Tensor cycles, torch::Tensor sink, torch::Tensor src, int blocks, int warps,
                              int iters, int n_ldsm, int n_cp) {
         TORCH_CHECK(src.numel() * src.element_size() >= (int64_t)blocks * 65536, "probe_fill: src under 64 KB a block");

@@ -80,6 +80,21 @@ __global__ void probe_read_kernel(const float4* __restrict__ buf, size_t n4, int
     if (acc.x + acc.y + acc.z + acc.w == 12345.f) sink[0] = acc.x;
 }
 
+// Read a buffer `iters` times with 16-byte loads that bypass L1 (ld.global.cg, as cp.async.cg fills shared memory):
+// every load is served by L2 while the buffer fits there. (probe_read_kernel's loads may hit L1 on later passes:
+// each thread reads the same addresses every pass, and a block's share of a buffer a quarter of L2's size fits in
+// L1.) The power probe's L2 reads.
+__global__ void probe_l2_read_kernel(const float4* __restrict__ buf, size_t n4, int iters, float* sink) {
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    const size_t step = (size_t)gridDim.x * blockDim.x;
+    for (int it = 0; it < iters; ++it)
+        for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += step) {
+            const float4 v = __ldcg(buf + i);
+            acc.x += v.x; acc.y += v.y; acc.z += v.z; acc.w += v.w;
+        }
+    if (acc.x + acc.y + acc.z + acc.w == 12345.f) sink[0] = acc.x;
+}
+
 // Re-use through L2 as FlashAttention-1's blocks re-use their live rows: block b owns floats [b*live, (b+1)*live) of
 // `buf` and walks them once an iteration, `iters` times; with `write` it writes each value back changed (a re-used
 // line is dirty, as fa1's O, l and m are), and with `stream` > 0 each iteration also reads `stream` floats of
@@ -163,6 +178,11 @@ void probe_read(const float* buf, size_t n_floats, int iters, float* sink, int b
     check_cuda(cudaGetLastError(), "probe_read: launch");
 }
 
+void probe_l2_read(const float* buf, size_t n_floats, int iters, float* sink, int blocks, cudaStream_t s) {
+    probe_l2_read_kernel<<<blocks, 256, 0, s>>>(reinterpret_cast<const float4*>(buf), n_floats / 4, iters, sink);
+    check_cuda(cudaGetLastError(), "probe_l2_read: launch");
+}
+
 void probe_reuse(float* buf, size_t live_floats, int iters, int write, const float* extra, size_t stream_floats,
                  float* sink, int blocks, cudaStream_t s) {
     probe_reuse_kernel<<<blocks, 256, 0, s>>>(reinterpret_cast<float4*>(buf), live_floats / 4, iters, write,
@@ -205,15 +225,41 @@ void probe_mma(long long* cycles, float* sink, int blocks, int warps, int iters,
 // in that order, every instruction independent of the others (asm volatile keeps each one; each group of four
 // ldmatrix feeds one XOR, or ptxas drops loads whose results are overwritten unread). One block of W warps
 // per SM; cycles of the whole block (clock64). Counts are multiples of 8 (mma, ex2, ffma) and 4 (ldmatrix).
+// ``flags``: bit 0, .trans; bit 1, random operands that switch (the power probe): each thread holds four sets of
+// random fp16 operands (random signs and mantissas, magnitudes 2^-4..2^0, as attention's scaled inputs and
+// probabilities) and consecutive mma.sync take different sets, and the shared tile holds random fp16 too, so the
+// tensor cores and ldmatrix switch the bits that real data switches; without it one fixed bit pattern per thread,
+// as the pipe-mix probe was measured with.
+__device__ __forceinline__ unsigned mix_hash(unsigned x) {
+    x ^= x >> 16; x *= 0x7feb352du; x ^= x >> 15; x *= 0x846ca68bu; x ^= x >> 16;
+    return x;
+}
+
+// Two random fp16 in one word: sign and mantissa random, exponent 11..15 (2^-4 .. 2^0)
+__device__ __forceinline__ unsigned random_half2(unsigned seed) {
+    const unsigned h = mix_hash(seed);
+    const unsigned e0 = 11u + (h >> 10 & 3u) + (h >> 12 & 1u), e1 = 11u + (h >> 26 & 3u) + (h >> 28 & 1u);
+    return (h & 0x83ffu) | (e0 << 10) | ((h & 0x83ff0000u) | (e1 << 26));
+}
+
 __global__ void probe_mix_kernel(long long* cycles, float* sink, int iters, int n_mma, int n_ldsm, int n_ex2,
-                                 int n_ffma, int trans) {
+                                 int n_ffma, int flags) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     __shared__ __align__(16) unsigned short tile[64 * 64];            // 8 KB: 64 rows of 128 bytes
     const unsigned t = threadIdx.x, lane = t & 31;
-    for (unsigned i = t; i < 64 * 64; i += blockDim.x) tile[i] = (unsigned short)(0x3c00u ^ (i & 0xffu));
-    unsigned a[4], b[2];
-    for (int i = 0; i < 4; ++i) a[i] = 0x2c003000u ^ ((t * 2654435761u + i) & 0x00ff00ffu);
-    for (int i = 0; i < 2; ++i) b[i] = 0x2e002f00u ^ ((t * 40503u + 7 * i) & 0x00ff00ffu);
+    const int trans = flags & 1, rnd = flags & 2;
+    const unsigned g = blockIdx.x * blockDim.x + t;
+    for (unsigned i = t; i < 64 * 64; i += blockDim.x)
+        tile[i] = rnd ? (unsigned short)random_half2(blockIdx.x * 4096u + i + 0x9e3779b9u)
+                      : (unsigned short)(0x3c00u ^ (i & 0xffu));
+    unsigned a[4][4], b[4][2];                  // four operand sets; chain c takes set c & 3
+    for (int k = 0; k < 4; ++k) {
+        for (int i = 0; i < 4; ++i)
+            a[k][i] = rnd ? random_half2(g * 64u + k * 8u + i) : 0x2c003000u ^ ((t * 2654435761u + i) & 0x00ff00ffu);
+        for (int i = 0; i < 2; ++i)
+            b[k][i] = rnd ? random_half2(g * 64u + k * 8u + 4u + i + 0x51ed27u)
+                          : 0x2e002f00u ^ ((t * 40503u + 7 * i) & 0x00ff00ffu);
+    }
     float acc[8][4], e[8], f[8];
 #pragma unroll
     for (int c = 0; c < 8; ++c) {
@@ -230,7 +276,7 @@ __global__ void probe_mix_kernel(long long* cycles, float* sink, int iters, int 
     for (int it = 0; it < iters; ++it) {
         for (int m = 0; m < n_mma; m += 8) {
 #pragma unroll
-            for (int c = 0; c < 8; ++c) mma_m16n8k16<0>(acc[c], a, b);
+            for (int c = 0; c < 8; ++c) mma_m16n8k16<0>(acc[c], a[c & 3], b[c & 3]);
         }
         for (int l = 0; l < n_ldsm; l += 4) {
 #pragma unroll
@@ -267,9 +313,9 @@ __global__ void probe_mix_kernel(long long* cycles, float* sink, int iters, int 
 }
 
 void probe_mix(long long* cycles, float* sink, int blocks, int warps, int iters, int n_mma, int n_ldsm, int n_ex2,
-               int n_ffma, int trans, cudaStream_t stream) {
+               int n_ffma, int flags, cudaStream_t stream) {
     probe_mix_kernel<<<dim3(blocks), dim3(32 * warps), 0, stream>>>(cycles, sink, iters, n_mma, n_ldsm, n_ex2,
-                                                                    n_ffma, trans);
+                                                                    n_ffma, flags);
     check_cuda(cudaGetLastError(), "probe_mix launch");
 }
 
