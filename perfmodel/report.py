@@ -99,6 +99,10 @@ def prediction_dict(pred) -> dict:
         "time_s": _f(t.time_s),
         "times_s": {k: _f(v) for k, v in t.times_s.items()},
         "bound": str(np.asarray(t.bound)),
+        # the SM clock the launch is timed at; and, where the calibration has a power model (model.power), the
+        # bench's average power, the clock then held to the board's limit where that power would exceed it
+        "clock_mhz": _f(t.clock_hz) / 1e6 if t.clock_hz is not None else None,
+        "power_w": _f(t.power_w) if t.power_w is not None else None,
         "roofline_time_s": _f(pred.roofline_time_s),
         # kernels the call queues behind this one (split-KV's combine), their time included in time_s
         "queued_kernels": [{"kernel": key, "grid_blocks": int(_f(cl.grid_blocks)),
@@ -159,6 +163,9 @@ def render_prediction(console: Console, d: dict) -> None:
     console.print(times)
     console.print(f"predicted time: [bold]{si(d['time_s'], 's')}[/bold]  (bound: {d['bound']})   "
                   f"roofline time: {si(d['roofline_time_s'], 's')}")
+    if d.get("clock_mhz"):
+        power = f", {d['power_w']:.0f} W averaged over the bench's runs" if d.get("power_w") is not None else ""
+        console.print(f"SM clock: {d['clock_mhz']:.0f} MHz{power}")
     if "constants" in d:
         console.print(f"constants: {d['constants']}")
     for n in d.get("notes", []):

@@ -47,6 +47,9 @@ class Calibration:
     # fetch_once_ipc: the instruction-cache probe's layout runs); {} where unmeasured: no fetch term
     fetch_once_ipc: dict = field(default_factory=dict)
     basis_note: str = ""             # for a GPU without a probe file: where its architecture's constants come from
+    # the power model's energies and limit (perfmodel.model.power.FIELDS: scripts/fit_power.py from the power
+    # probe); {} where unmeasured: every launch runs at the clock the model times it at
+    power: dict = field(default_factory=dict)
 
     @property
     def basis(self) -> str:
@@ -214,7 +217,8 @@ def _spec_constants(gpu: GPUSpec) -> Calibration:
     )
 
 
-_FIELDS = {f.name for f in dataclasses.fields(Calibration)} - {"source", "path_fits", "basis_note", "fetch_once_ipc"}
+_FIELDS = ({f.name for f in dataclasses.fields(Calibration)}
+           - {"source", "path_fits", "basis_note", "fetch_once_ipc", "power"})
 # Features whose cost may be 0: 'outer' has no microbenchmark (its steps carry their own loop overhead)
 _MAY_BE_ZERO = {"outer"}
 
@@ -290,7 +294,25 @@ def load(path: str | Path, gpu: GPUSpec) -> Calibration:
         if not isinstance(fit, dict):
             raise InputError(f"{path}: path_fits.{kernel} must be a mapping with 'costs'")
         clean[str(kernel)] = dict(fit, costs=_costs(path, f"path_fits.{kernel}.costs", fit.get("costs")))
-    return dataclasses.replace(base, source=str(path), path_cycles=cycles, path_fits=clean, basis_note="", **nums)
+    return dataclasses.replace(base, source=str(path), path_cycles=cycles, path_fits=clean, basis_note="",
+                               power=_power(path, raw.get("power")), **nums)
+
+
+def _power(path, block) -> dict:
+    """A calibration file's ``power`` block: every field of perfmodel.model.power.FIELDS, or none."""
+    from perfmodel.model.power import FIELDS
+
+    if block is None:
+        return {}
+    if not isinstance(block, dict):
+        raise InputError(f"{path}: 'power' must be a mapping of {', '.join(FIELDS)}")
+    unknown = sorted(set(block) - set(FIELDS))
+    if unknown:
+        raise InputError(f"{path}: power: unknown field '{unknown[0]}' (known: {', '.join(FIELDS)})")
+    missing = [k for k in FIELDS if k not in block]
+    if missing:
+        raise InputError(f"{path}: power: missing field '{missing[0]}'")
+    return {k: _number(path, f"power.{k}", v, may_be_zero=k.endswith(("_nj", "_byte"))) for k, v in block.items()}
 
 
 def builtin_path(gpu: GPUSpec) -> Path | None:

@@ -39,7 +39,9 @@ split-KV's combine kernel) adds what the probe measures a second queued operatio
 (``Calibration.queued_op_s``). A queued kernel's blocks (``Kernel.companions``) are timed as a launch of their own
 that finds its inputs in L2 (``cold=False``), and ``add`` joins the two. Cycles become seconds at the SM clock: the
 GPU's tensor clock (``GPUSpec.tensor_clock_hz``) for a launch whose warps issue tensor-core MMAs, which the power
-probe reads under mma.sync loads while nvidia-smi shows the boost clock, and the boost clock for any other.
+probe reads under mma.sync loads while nvidia-smi shows the boost clock, and the boost clock for any other. A
+calibration with a power block (``Calibration.power``; none shipped: docs/known-gaps.md) lowers that clock where the
+launch's energy would take the bench's average power over the board's limit (model.power).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ import numpy as np
 
 from perfmodel.hw.calibration import Calibration
 from perfmodel.hw.gpu import GPUSpec
+from perfmodel.model import power
 from perfmodel.model.counts import PATH_FEATURES, Counts, block_work_at
 
 
@@ -97,6 +100,8 @@ class Timing:
     time_s: np.ndarray
     times_s: dict            # resource -> seconds it alone would need (whole kernel)
     bound: np.ndarray        # name of the largest
+    clock_hz: object = None  # the SM clock it runs at (below the model's clock where the power limit holds it)
+    power_w: object = None   # the bench's average power over its runs (None: no power model for this GPU)
 
 
 def _pnorm(parts, p):
@@ -132,7 +137,7 @@ def add(a: Timing, b: Timing) -> Timing:
     """Two kernels of one call, one after the other: their times add, resource by resource; the bound is the
     first's (the larger kernel's, where a companion is small)."""
     return Timing(time_s=a.time_s + b.time_s, times_s={k: a.times_s[k] + b.times_s[k] for k in a.times_s},
-                  bound=a.bound)
+                  bound=a.bound, clock_hz=a.clock_hz, power_w=a.power_w)
 
 
 def once_supply(table: dict, once_kib, loop_kib):
@@ -405,21 +410,34 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     # FlashAttention-2 launches, whose tensor pipe is slow beside its other resources, to that pipe's time)
     busy = {k: full_rounds * parts_f[k] + parts_l[k] for k in parts_f}      # each SM resource's cycles, all rounds
     sm_cycles = np.maximum(sm_cycles, functools.reduce(np.maximum, busy.values()))
-    sm_time = sm_cycles / clock
-    times = {k: v / clock for k, v in busy.items()}
-    times["latency"] = (lat + np.maximum(full_rounds + (last > 0) - 1, 0) * lat_later) / clock
-    for res in CHIP_RESOURCES:
-        times[res.name] = np.asarray(res.work(c, mem) / res.rate(cal), dtype=f32)
     burst = burst_bytes(c, grid, bpsm_safe, gpu.sm_count)
-    times["dram"] = np.maximum(times["dram"] - burst / cal.dram_bw_bps, 0).astype(f32)
     launches = np.asarray(c.launches, dtype=float)
-    # what every launch adds: the empty kernel's event time per kernel, and once the first global round trip after
-    # the timing's L2 flush, which every block of the first round waits out together (nothing overlaps it), with
-    # the bytes that round's blocks fetch before they compute (their burst), at the DRAM bandwidth
-    cold_s = cal.cold_start_cycles / clock.astype(float) if cold else 0.0
-    per_launch = (cal.launch_overhead_s * launches + cold_s
-                  + burst / cal.dram_bw_bps + cal.queued_op_s * np.asarray(c.queued_ops, dtype=float))
-    total = _pnorm([sm_time] + [times[r.name] for r in CHIP_RESOURCES], cal.overlap_p) + per_launch
+
+    def at(clock):
+        """(seconds, each resource's seconds) of the cycles above at the SM clock ``clock``."""
+        sm_time = sm_cycles / clock
+        times = {k: v / clock for k, v in busy.items()}
+        times["latency"] = (lat + np.maximum(full_rounds + (last > 0) - 1, 0) * lat_later) / clock
+        for res in CHIP_RESOURCES:
+            times[res.name] = np.asarray(res.work(c, mem) / res.rate(cal), dtype=f32)
+        times["dram"] = np.maximum(times["dram"] - burst / cal.dram_bw_bps, 0).astype(f32)
+        # what every launch adds: the empty kernel's event time per kernel, and once the first global round trip
+        # after the timing's L2 flush, which every block of the first round waits out together (nothing overlaps
+        # it), with the bytes that round's blocks fetch before they compute (their burst), at the DRAM bandwidth
+        cold_s = cal.cold_start_cycles / np.asarray(clock, dtype=float) if cold else 0.0
+        per_launch = (cal.launch_overhead_s * launches + cold_s
+                      + burst / cal.dram_bw_bps + cal.queued_op_s * np.asarray(c.queued_ops, dtype=float))
+        return _pnorm([sm_time] + [times[r.name] for r in CHIP_RESOURCES], cal.overlap_p) + per_launch, times
+
+    total, times = at(clock)
+    # the power limit (model.power): a launch whose bench runs would average more than the limit at this clock runs
+    # at the clock that meets it; its cycles are the same (those of DRAM waits, priced at this clock, too)
+    clock_run, watts = clock.astype(float), None
+    if cal.power:
+        clock_run, watts = power.capped_clock(total, power.launch_energy_j(c, mem.dram_bytes, cal.power), clock,
+                                              cal.power)
+        if np.any(clock_run < clock):
+            total, times = at(clock_run.astype(f32))
     best = np.zeros(np.shape(total), dtype=np.int8)
     top = np.broadcast_to(times[RESOURCES[0]], np.shape(total))
     for i, k in enumerate(RESOURCES[1:], start=1):
@@ -428,4 +446,5 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         top = np.where(bigger, times[k], top)
     bound = np.asarray(RESOURCES)[best]
     total = np.where(bpsm > 0, total, np.inf)
-    return Timing(time_s=total, times_s={k: times[k] for k in RESOURCES}, bound=bound)
+    return Timing(time_s=total, times_s={k: times[k] for k in RESOURCES}, bound=bound, clock_hz=clock_run,
+                  power_w=watts)
