@@ -312,7 +312,8 @@ def _power(path, block) -> dict:
     missing = [k for k in FIELDS if k not in block]
     if missing:
         raise InputError(f"{path}: power: missing field '{missing[0]}'")
-    return {k: _number(path, f"power.{k}", v, may_be_zero=k.endswith(("_nj", "_byte"))) for k, v in block.items()}
+    return {k: _number(path, f"power.{k}", v, may_be_zero=k.endswith(("_nj", "_byte")) or k.startswith("gap_"))
+            for k, v in block.items()}
 
 
 def builtin_path(gpu: GPUSpec) -> Path | None:
