@@ -53,7 +53,7 @@ def probe_dir(gpu: str) -> Path:
 
 
 def cases(gpu: str) -> list[dict]:
-    """The kernel loads of power-random.json: name, power (nvidia-smi's average), clock, rates, capped."""
+    """The kernel loads of power-random.json: name, power (nvidia-smi's average), clock, rates, limit."""
     raw = json.loads((probe_dir(gpu) / "power-random.json").read_text())["cases"]
     out = []
     for name, rec in raw.items():
@@ -67,8 +67,7 @@ def cases(gpu: str) -> list[dict]:
             take = operands is None or operands == rnd
             rates[term] = float(ops.get(key, 0.0)) * unit(term) if take else 0.0
         out.append({"name": name, "power_w": med["power_avg_w"], "clock_mhz": rec.get("kernel_clock_mhz_last") or
-                    med["sm_clock_mhz"], "rates": rates, "limit_w": med["power_limit_w"],
-                    "capped": any(int(r, 16) & 0x4 for r in rec.get("clock_event_reasons_seen", []))})
+                    med["sm_clock_mhz"], "rates": rates, "limit_w": med["power_limit_w"]})
     return out
 
 
