@@ -19,10 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from perfmodel import api  # noqa: E402
-from perfmodel.evaluation import dataset  # noqa: E402
+from perfmodel.evaluation import dataset, validate  # noqa: E402
 from perfmodel.hw import calibration  # noqa: E402
-from perfmodel.kernels import get as get_kernel  # noqa: E402
-from perfmodel.model import engine  # noqa: E402
 
 LONG_S = 5e-3
 
@@ -31,14 +29,8 @@ def clocks(cal_path: str, gpu: str = "h100", kernel: str = "fa2_tc"):
     """(rows, model clock MHz, spin clock MHz, long-launch mask) of a kernel's committed dataset."""
     (ms,) = dataset.load([ROOT / "examples" / "measurements" / gpu / f"{kernel}.csv"])
     spec = api.load_gpu(gpu)
-    cal = calibration.resolve(spec, cal_path)
-    k = get_kernel(ms.kernel)
     model = np.zeros(len(ms))
-    for dtype, causal in ms.shapes():
-        m = (ms.dtype == dtype) & (ms.causal == causal)
-        shape = ms.shape(m)
-        tiles = k.library_tiles(shape, spec) if k.external else k.Tiles.from_columns(ms.tile_columns(m))
-        p = engine.evaluate(spec, k, shape, tiles, cal, regs=ms.regs(m))
+    for m, p in validate.row_predictions(ms, spec, calibration.resolve(spec, cal_path)):
         model[m] = np.broadcast_to(np.asarray(p.timing.clock_hz, dtype=float), m.sum()) / 1e6
     spin = np.array([(float(r["spin_clock_mhz_before"]) + float(r["spin_clock_mhz_after"])) / 2 for r in ms.rows])
     return ms, model, spin, ms.measured_s > LONG_S

@@ -153,19 +153,25 @@ def predict_set(ms: MeasurementSet, spec, cal) -> tuple[np.ndarray, tuple]:
     return pred, notes
 
 
-def _predict_rows(ms: MeasurementSet, spec, cal) -> tuple[np.ndarray, np.ndarray, tuple]:
-    """predict_set's predictions, the plain roofline time of every row, and the notes."""
+def row_predictions(ms: MeasurementSet, spec, cal):
+    """(row mask, engine.Prediction of those rows) for each (dtype, causal) of a measurement set (its measured
+    registers where recorded)."""
     kernel = get_kernel(ms.kernel)
-    out = np.empty(len(ms))
-    roof = np.empty(len(ms))
-    notes = ()
     for dtype, causal in ms.shapes():
         m = (ms.dtype == dtype) & (ms.causal == causal)
         shape = ms.shape(m)
         # a library picks its own tiles (a row's columns record the preset of the day it was measured)
         tiles = (kernel.library_tiles(shape, spec) if kernel.external
                  else kernel.Tiles.from_columns(ms.tile_columns(m)))
-        p = engine.evaluate(spec, kernel, shape, tiles, cal, regs=ms.regs(m))
+        yield m, engine.evaluate(spec, kernel, shape, tiles, cal, regs=ms.regs(m))
+
+
+def _predict_rows(ms: MeasurementSet, spec, cal) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """predict_set's predictions, the plain roofline time of every row, and the notes."""
+    out = np.empty(len(ms))
+    roof = np.empty(len(ms))
+    notes = ()
+    for m, p in row_predictions(ms, spec, cal):
         out[m] = np.asarray(p.time_s, float)
         roof[m] = np.asarray(p.roofline_time_s, float)
         notes = notes + tuple(n for n in p.notes if n not in notes)
