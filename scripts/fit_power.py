@@ -32,11 +32,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perfmodel.measure.bench import HEAD_START_S  # noqa: E402
+from perfmodel import api  # noqa: E402
+from perfmodel.measure.bench import FLUSH_BYTES, HEAD_START_S  # noqa: E402
 
-REF_CLOCK_MHZ = 1830.0       # the tensor clock the model times tensor-core kernels at (GPUSpec.tensor_clock_hz)
 ALPHA = 2.0
-FLUSH_BYTES = 256 * 2 ** 20  # the bench's L2 flush (perfmodel.measure.bench.Bench)
 # energy name -> (the probe's rate key, random operands or None for either)
 TERMS = {"mma_nj": ("mma", True), "mma_fixed_nj": ("mma", False), "ldsm_nj": ("ldmatrix_x4", None),
          "sfu_nj": ("ex2", None), "fp32_nj": ("ffma", None), "l2_pj_per_byte": ("l2_read_bytes", None),
@@ -72,10 +71,12 @@ def cases(gpu: str) -> list[dict]:
 
 
 def fit(gpu: str = "h100", alpha: float = ALPHA) -> dict:
-    """The energies (by least squares over the kernel loads), their residuals and the gap's power."""
+    """The energies (by least squares over the kernel loads) at the clock the model times tensor-core kernels at
+    (GPUSpec.tensor_clock_hz), their residuals and the gap's power."""
+    ref = api.load_gpu(gpu).tensor_clock_hz / 1e6
     rows = cases(gpu)
     names = list(TERMS)
-    a = np.array([[1.0] + [r["rates"][t] * (r["clock_mhz"] / REF_CLOCK_MHZ) ** alpha for t in names] for r in rows])
+    a = np.array([[1.0] + [r["rates"][t] * (r["clock_mhz"] / ref) ** alpha for t in names] for r in rows])
     y = np.array([r["power_w"] for r in rows])
     sol = np.linalg.lstsq(a, y, rcond=None)[0]
     resid = a @ sol - y
@@ -85,7 +86,7 @@ def fit(gpu: str = "h100", alpha: float = ALPHA) -> dict:
     run = next(v for k, v in wg.items() if k.startswith("wgmma"))
     f = run["clock_mhz_seen_median"]
     per_s = run["tflops_median"] * 1e12 / 4096                        # m16n8k16 equivalents a second
-    wgmma_nj = (run["nvidia_smi"]["power_w_median"] - idle_w) / per_s / (f / REF_CLOCK_MHZ) ** alpha * 1e9
+    wgmma_nj = (run["nvidia_smi"]["power_w_median"] - idle_w) / per_s / (f / ref) ** alpha * 1e9
     base = json.loads((probe_dir(gpu) / "power.json").read_text())["cases"]
     idle_gpu_w = base["idle"]["median"]["power_w"]
     fill = base["dram_fill"]["median"]
@@ -94,32 +95,39 @@ def fit(gpu: str = "h100", alpha: float = ALPHA) -> dict:
     gap_w = (idle_gpu_w * 2 * HEAD_START_S + fill["power_w"] * fill_s) / gap_s
     limit = float(np.median([r["limit_w"] for r in rows]))
     return {"energies": energies, "idle_w": idle_w, "wgmma_nj": float(wgmma_nj), "gap_s": gap_s, "gap_w": gap_w,
-            "limit_w": limit, "rms_w": float(np.sqrt(np.mean(resid ** 2))),
+            "limit_w": limit, "ref_clock_mhz": ref, "alpha": alpha, "rms_w": float(np.sqrt(np.mean(resid ** 2))),
             "residuals": {r["name"]: float(e) for r, e in zip(rows, resid)}}
 
 
-def block(res: dict, gpu: str) -> str:
+# the power block's fields (perfmodel.model.power.FIELDS) as the fit gives them, each with its note in the file
+NOTES = {"mma_nj": "mma.sync m16n8k16 on random operands that switch",
+         "wgmma_nj": "warpgroup MMA, per m16n8k16 equivalent (4096 FLOPs)", "ldsm_nj": "ldmatrix.x4 of random data",
+         "sfu_nj": "MUFU.EX2", "fp32_nj": "FFMA (a warp instruction)", "l2_pj_per_byte": "read from L2 (ld.global.cg)",
+         "dram_pj_per_byte": "read from DRAM (through L2)",
+         "gap_s": "between two timed runs: two head-start spins and the L2 flush",
+         "gap_w": "the idle GPU's and the DRAM fill's power over that gap"}
+
+
+def fields(res: dict) -> dict:
+    """The power block of a fit: field -> value (perfmodel.model.power.FIELDS)."""
     e = res["energies"]
+    return {"limit_w": res["limit_w"], "idle_w": res["idle_w"], "ref_clock_mhz": res["ref_clock_mhz"],
+            "alpha": res["alpha"], "mma_nj": e["mma_nj"], "wgmma_nj": res["wgmma_nj"], "ldsm_nj": e["ldsm_nj"],
+            "sfu_nj": e["sfu_nj"], "fp32_nj": e["fp32_nj"], "l2_pj_per_byte": e["l2_pj_per_byte"],
+            "dram_pj_per_byte": e["dram_pj_per_byte"], "gap_s": res["gap_s"], "gap_w": res["gap_w"]}
+
+
+def block(res: dict, gpu: str) -> str:
     lines = [
         "power:",
         f"  # fitted by scripts/fit_power.py from examples/measurements/{gpu}/probe/power-random.json (and power.json,"
         " wgmma.json);",
         f"  # {len(res['residuals'])} loads, rms residual {res['rms_w']:.1f} W. Energies at ref_clock_mhz; an operation's"
         " energy scales as (f / ref)^alpha",
-        f"  limit_w: {res['limit_w']:.1f}",
-        f"  idle_w: {res['idle_w']:.1f}",
-        f"  ref_clock_mhz: {REF_CLOCK_MHZ:.1f}",
-        f"  alpha: {ALPHA:.1f}",
-        f"  mma_nj: {e['mma_nj']:.4f}             # mma.sync m16n8k16 on random operands that switch",
-        f"  wgmma_nj: {res['wgmma_nj']:.4f}           # warpgroup MMA, per m16n8k16 equivalent (4096 FLOPs)",
-        f"  ldsm_nj: {e['ldsm_nj']:.4f}            # ldmatrix.x4 of random data",
-        f"  sfu_nj: {e['sfu_nj']:.4f}             # MUFU.EX2",
-        f"  fp32_nj: {e['fp32_nj']:.4f}            # FFMA (a warp instruction)",
-        f"  l2_pj_per_byte: {e['l2_pj_per_byte']:.2f}      # read from L2 (ld.global.cg)",
-        f"  dram_pj_per_byte: {e['dram_pj_per_byte']:.2f}    # read from DRAM (through L2)",
-        f"  gap_s: {res['gap_s']:.3e}          # between two timed runs: two head-start spins and the L2 flush",
-        f"  gap_w: {res['gap_w']:.1f}             # the idle GPU's and the DRAM fill's power over that gap",
     ]
+    for k, v in fields(res).items():
+        value = f"{v:.3e}" if k == "gap_s" else f"{v:.4f}" if k.endswith("_nj") else f"{v:.2f}"
+        lines.append(f"  {k}: {value}" + (f"    # {NOTES[k]}" if k in NOTES else ""))
     return "\n".join(lines) + "\n"
 
 

@@ -167,12 +167,9 @@ def test_random_switching_operands_cost_more_than_fixed_bits_and_l2_reads_cost_t
 
 
 def _block():
-    res = _cached_fit()
-    e = res["energies"]
-    return {"limit_w": res["limit_w"], "idle_w": res["idle_w"], "ref_clock_mhz": 1830.0, "alpha": 2.0,
-            "mma_nj": e["mma_nj"], "wgmma_nj": res["wgmma_nj"], "ldsm_nj": e["ldsm_nj"], "sfu_nj": e["sfu_nj"],
-            "fp32_nj": e["fp32_nj"], "l2_pj_per_byte": e["l2_pj_per_byte"],
-            "dram_pj_per_byte": e["dram_pj_per_byte"], "gap_s": res["gap_s"], "gap_w": res["gap_w"]}
+    from util import script
+
+    return script("fit_power").fields(_cached_fit())
 
 
 def test_the_model_puts_the_probes_capped_loads_at_the_clock_they_ran_at():

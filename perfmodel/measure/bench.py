@@ -67,10 +67,11 @@ def unstable(p20_ms, p80_ms) -> bool:
 
 
 HEAD_START_S = 300e-6
+FLUSH_BYTES = 256 * 1024 * 1024      # the L2 flush's buffer, written before each run
 
 
 class Bencher:
-    def __init__(self, torch, flush: bool = True, flush_bytes: int = 256 * 1024 * 1024, clock_hz: float = 2e9):
+    def __init__(self, torch, flush: bool = True, flush_bytes: int = FLUSH_BYTES, clock_hz: float = 2e9):
         self.torch = torch
         self.flush = flush
         self.cache = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda") if flush else None
