@@ -120,6 +120,14 @@ def run_case(torch, launch, ops_per_launch: dict, cycles=None):
     return rec
 
 
+def idle_case():
+    """The idle GPU for SECONDS: a case record with no launches (its window, for the samples)."""
+    t0 = datetime.datetime.now()
+    time.sleep(SECONDS)
+    return {"window": [t0.isoformat(), datetime.datetime.now().isoformat()], "launches": 0, "launch_ms": [],
+            "ops_per_launch": {}}
+
+
 def summarise(rec, samples):
     lo = datetime.datetime.fromisoformat(rec["window"][0]) + datetime.timedelta(seconds=RAMP)
     hi = datetime.datetime.fromisoformat(rec["window"][1])
@@ -149,10 +157,7 @@ def main(out_path):
     cases = {}
     try:
         time.sleep(2.0)
-        t0 = datetime.datetime.now()
-        time.sleep(SECONDS)
-        cases["idle"] = {"window": [t0.isoformat(), datetime.datetime.now().isoformat()], "launches": 0,
-                         "launch_ms": [], "ops_per_launch": {}}
+        cases["idle"] = idle_case()
         for name, m, l, e, f, warps, rnd in ([(*x, False) for x in MIXES] + [(*x, True) for x in RANDOM_MIXES]):
             for w in warps:
                 if not wanted(f"{name}_{w}w"):
@@ -219,10 +224,7 @@ def main(out_path):
             time.sleep(0.5)
         time.sleep(1.0)
         if wanted("idle_end"):             # the idle GPU again, warm: what the temperature adds to the idle draw
-            t0 = datetime.datetime.now()
-            time.sleep(SECONDS)
-            cases["idle_end"] = {"window": [t0.isoformat(), datetime.datetime.now().isoformat()], "launches": 0,
-                                 "launch_ms": [], "ops_per_launch": {}}
+            cases["idle_end"] = idle_case()
     finally:
         proc.terminate()
         proc.wait()

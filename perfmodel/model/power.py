@@ -62,9 +62,10 @@ def capped_clock(time_s, energy_j, clock_hz, pw: dict):
     clock (by bisection, down to 40% of it) at which it meets the limit."""
     clock = np.asarray(clock_hz, dtype=float) * np.ones(np.shape(time_s))
     limit = pw["limit_w"]
-    over = average_power_w(time_s, energy_j, clock_hz, clock, pw) > limit
+    watts = average_power_w(time_s, energy_j, clock_hz, clock, pw)
+    over = watts > limit
     if not np.any(over):
-        return clock, average_power_w(time_s, energy_j, clock_hz, clock, pw)
+        return clock, watts
     lo, hi = 0.4 * clock, clock.copy()
     for _ in range(BISECTIONS):
         mid = (lo + hi) / 2

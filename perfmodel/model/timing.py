@@ -412,15 +412,16 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     sm_cycles = np.maximum(sm_cycles, functools.reduce(np.maximum, busy.values()))
     burst = burst_bytes(c, grid, bpsm_safe, gpu.sm_count)
     launches = np.asarray(c.launches, dtype=float)
+    chip = {res.name: np.asarray(res.work(c, mem) / res.rate(cal), dtype=f32) for res in CHIP_RESOURCES}
+    chip["dram"] = np.maximum(chip["dram"] - burst / cal.dram_bw_bps, 0).astype(f32)
 
     def at(clock):
-        """(seconds, each resource's seconds) of the cycles above at the SM clock ``clock``."""
+        """(seconds, each resource's seconds) of the cycles above at the SM clock ``clock`` (the chip-wide
+        resources' times do not depend on it)."""
         sm_time = sm_cycles / clock
         times = {k: v / clock for k, v in busy.items()}
         times["latency"] = (lat + np.maximum(full_rounds + (last > 0) - 1, 0) * lat_later) / clock
-        for res in CHIP_RESOURCES:
-            times[res.name] = np.asarray(res.work(c, mem) / res.rate(cal), dtype=f32)
-        times["dram"] = np.maximum(times["dram"] - burst / cal.dram_bw_bps, 0).astype(f32)
+        times.update(chip)
         # what every launch adds: the empty kernel's event time per kernel, and once the first global round trip
         # after the timing's L2 flush, which every block of the first round waits out together (nothing overlaps
         # it), with the bytes that round's blocks fetch before they compute (their burst), at the DRAM bandwidth
