@@ -8,11 +8,12 @@
 #   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | offgrid-tc | offgrid2-tc | offgrid3-tc | offgrid4-tc | offgrid5-tc | repeat-tc | clocked-tc | power-check | sdpa-fresh | head-start-check
 #         | ncu | ncu-tc | ncu-dram | ncu-dram-band | ncu-dram-band2 | ncu-dram-repeat | ncu-dram-repeat-tc | bench-tc | probe-pipes | probe-fill | probe-clock | probe-coresident | probe-crowd | probe-l2-reuse | probe-ldsm | lone-crowd
 #         | probe-wgmma | probe-wgmma-chain | probe-tensor-clock | probe-dispatch | probe-cold | trace-tc | trace-tc-late | trace-tc-fair | trace-tc-phase | trace-tc-phase-cold | sdpa-kernels | sdpa-calls | ncu-stalls
-#         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | ncu-tc-sass | ncu-tc-sass-full | probe-icache | probe-power | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
+#         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | ncu-tc-sass | ncu-tc-sass-full | probe-icache | probe-power | sass-sm89 | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
 #   power-check: long fa2_tc launches with the SM clock and power sampled (examples/grids/power-check.yaml)
 #   clocked-tc: time the whole fa2_tc grid with each run's SM clock measured (RUN=2: a second file)
 #   repeat-tc: time the whole fa2_tc grid again into fa2_tc.repeat.csv (the data's own repeatability)
 #   retime-tc: measure again the fa2_tc rows whose recorded timing was disturbed (measure --retime-unstable)
+#   sass-sm89: sm_86/sm_89 builds of probe, fa1, fa2 and fa2_tc disassembled (no kernel runs; needs cuobjdump)
 #   PACK=1: pack everything under $OUT into $OUT/out.tar.gz at the end (a lent machine returns at most 8 files)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -109,6 +110,20 @@ case $step in
       python3 scripts/probe_l2_reuse.py launch "$OUT/l2_reuse_configs.json"
     "$NCU" --import /tmp/l2_reuse.ncu-rep --csv --page raw --print-units base > "$OUT/l2_reuse_ncu.csv"
     python3 scripts/probe_l2_reuse.py join "$OUT/l2_reuse_ncu.csv" "$OUT/l2_reuse_configs.json" "$OUT/l2_reuse.json" ;;
+  sass-sm89)          # what nvcc makes of the sources for Ada: listings to compare with sm_86's (gpus/arch/sm_89.yaml, M2)
+    d="$OUT/sass_sm89"; mkdir -p "$d"
+    tf="-std=c++17 -O3 -lineinfo -D__CUDA_NO_HALF_OPERATORS__ -D__CUDA_NO_HALF_CONVERSIONS__"
+    tf="$tf -D__CUDA_NO_BFLOAT16_CONVERSIONS__ -D__CUDA_NO_HALF2_OPERATORS__ --expt-relaxed-constexpr"
+    for a in 86 89; do
+      for k in probe fa1 fa2; do
+        nvcc -O3 -arch=sm_$a -cubin "perfmodel/kernels/csrc/$k.cu" -o "/tmp/${k}_$a.cubin"
+        cuobjdump -sass "/tmp/${k}_$a.cubin" > "$d/${k}_sm$a.sass"
+      done
+      # shellcheck disable=SC2086
+      nvcc $tf -gencode=arch=compute_$a,code=sm_$a -cubin perfmodel/kernels/csrc/fa2_tc.cu -o "/tmp/tc_$a.cubin"
+      cuobjdump -sass "/tmp/tc_$a.cubin" | awk '/Function :/{f=($0 ~ /fa2_tc_kernelI6__half/)} f' \
+        | grep -v '^ *\/\* 0x[0-9a-f]* \*\/ *$' | sed 's# */\* 0x[0-9a-f]* \*/##' > "$d/fa2_tc_sm$a.sass"
+    done ;;
   probe-ldsm)         # ldmatrix wavefronts per clock with unmergeable loads, and the loop's SASS (LDSM per body)
     python3 scripts/probe_ldsm.py "$OUT/ldsm.json"
     so=$(find "$PERFMODEL_BUILD_DIR" -name 'perfmodel_*.so' | head -1)

@@ -141,6 +141,19 @@ def test_fp32_kernels_refuse_fp16_and_causal_and_fa2_tc_refuses_unknown_tiles():
         api.predict("h100", "fa2_tc", N=512, d=128)
 
 
+@pytest.mark.parametrize("sm", ["sm_80", "sm_86", "sm_89"])
+def test_ampere_and_ada_registers_are_their_own_ptxas(sm):
+    """On sm_80/86/89 the instances' registers are their builds' (ptxas -v, one record per architecture, the same
+    on all three), not sm_90's: 10 of 21 differ by over 5, and a prediction for an Ada GPU uses them."""
+    facts = get("fa2_tc").arch[sm]
+    ptxas = fa2_tc_ptxas(ROOT / f"examples/measurements/sass_sm89/fa2_tc_ptxas_{sm.replace('_', '')}.txt")
+    assert ptxas == {k: {v} for k, v in facts.instance_regs.items()}
+    assert set(facts.instance_regs) == set(fa2_tc.INSTANCES)
+    assert sum(abs(facts.instance_regs[k] - fa2_tc.REGS[k]) > 5 for k in fa2_tc.REGS) == 10
+    p = api.predict("rtx4090", "fa2_tc", N=4096, d=128, Br=128, Bc=128, warps=8, dtype="fp16").prediction
+    assert int(p.launch.regs) == 236 != fa2_tc.REGS[(128, 128, 128, 8)]
+
+
 def test_rtx3090_tensor_ceiling_is_the_fp32_accumulate_rate():
     ceil = api.predict("rtx3090", "fa2_tc", N=4096, d=128, dtype="fp16").prediction.ceilings
     assert ceil.compute_flops("fp16") == pytest.approx(71e12)

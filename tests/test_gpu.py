@@ -4,7 +4,8 @@ import yaml
 from perfmodel.hw import gpu
 from perfmodel.errors import InputError
 
-REQUIRED_KEYS = ["h100-sxm", "h100-pcie", "h200", "a100-40gb", "a100-80gb", "rtx3090", "gtx1080"]
+REQUIRED_KEYS = ["h100-sxm", "h100-pcie", "h200", "a100-40gb", "a100-80gb", "rtx3090", "gtx1080", "rtx4090", "l40s",
+                 "l4"]
 
 
 def test_every_shipped_spec_loads_and_has_sources():

@@ -82,17 +82,19 @@ def test_spearman_agrees_with_scipy():
 
 
 def test_an_unknown_architecture_takes_its_own_family_first(tmp_path):
-    """Ada (sm_89) lies nearer Hopper (sm_90) by number, but its SM is Ampere GA102's kind: a GPU file of compute
-    capability 8.9 takes sm_86's architecture constants and fa2's sm_86 facts, and says so (it took Hopper's, and
-    H100's whole fitted path costs, before). Blackwell (sm_100) still takes Hopper's, Maxwell (sm_52) Pascal's."""
+    """An architecture without a file of its own takes one of its major version first: without sm_89's file, Ada
+    (sm_89) would lie nearer Hopper (sm_90) by number, but its SM is Ampere GA102's kind, so it took sm_86's. A GPU
+    file of compute capability 8.7 (Orin) takes sm_86's architecture constants and fa2's sm_86 facts, and says so.
+    Blackwell (sm_100) still takes Hopper's, Maxwell (sm_52) Pascal's."""
     from perfmodel.hw import arch
 
-    assert [arch.nearest(s) for s in ("sm_89", "sm_87", "sm_100", "sm_52")] == ["sm_86", "sm_86", "sm_90", "sm_61"]
+    assert arch.closest("sm_89", ["sm_61", "sm_80", "sm_86", "sm_90"]) == "sm_86"
+    assert [arch.nearest(s) for s in ("sm_89", "sm_87", "sm_100", "sm_52")] == ["sm_89", "sm_86", "sm_90", "sm_61"]
     text = (Path(__file__).resolve().parents[1] / "gpus" / "rtx3090.yaml").read_text()
-    ada = tmp_path / "ada.yaml"
-    ada.write_text(text.replace('compute_capability: "8.6"', 'compute_capability: "8.9"')
-                   .replace("name: NVIDIA GeForce RTX 3090", "name: an Ada card").replace('aliases: ["3090", rtx-3090]',
-                                                                                       "aliases: []"))
-    p = api.predict(str(ada), "fa2", N=512, Br=32, Bc=32).prediction
-    assert "sm_86 constants assumed for sm_89" in p.constants
+    orin = tmp_path / "orin.yaml"
+    orin.write_text(text.replace('compute_capability: "8.6"', 'compute_capability: "8.7"')
+                    .replace("name: NVIDIA GeForce RTX 3090", "name: an sm_87 card")
+                    .replace('aliases: ["3090", rtx-3090]', "aliases: []"))
+    p = api.predict(str(orin), "fa2", N=512, Br=32, Bc=32).prediction
+    assert "sm_86 constants assumed for sm_87" in p.constants
     assert any("read off sm_86" in n for n in p.notes)

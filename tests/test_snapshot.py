@@ -69,7 +69,7 @@ def unprobed(key: str):
 
 def unprobed_keys():
     keys = []
-    for g in ("a100-80gb", "a100-40gb", "rtx3090", "gtx1080", "h100-pcie"):
+    for g in ("a100-80gb", "a100-40gb", "rtx3090", "gtx1080", "h100-pcie", "rtx4090", "l40s", "l4"):
         keys += [f"{g}|{k}|fp32|plain" for k in ("fa1", "fa2")]
         keys += [f"{g}|{k}|fp16|{c}" for k in ("fa2_tc", "sdpa-flash", "sdpa-cudnn") for c in ("plain", "causal")]
     return keys

@@ -90,6 +90,10 @@ class ArchFacts:
     regs: int
     overheads: dict = field(default_factory=dict)
     source: str = ""
+    # a kernel compiled as several instances (fa2_tc's tiles): each one's registers, and the spill loads and stores
+    # in its loop, where ptxas and the SASS give them; ``regs`` stands for an instance outside the table
+    instance_regs: dict = field(default_factory=dict)
+    instance_spills: dict = field(default_factory=dict)
 
 
 class Kernel(ABC):

@@ -21,6 +21,7 @@ broadcasts (every lane reads the same word), Kj/Vj stores at stride d.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,6 +62,10 @@ ARCH = {
                            "exp_step": 9 / 4, "outer_iter": 48, "tile": 24,
                        }),
 }
+# sm_89 (Ada): its build is the sm_86 listing, instruction for instruction and at the same addresses
+# (examples/measurements/sass_sm89/fa1_sm89.sass; nvcc 13.0 -O3)
+ARCH["sm_89"] = dataclasses.replace(ARCH["sm_86"], source="ptxas -v and cuobjdump -sass, nvcc 13.0, sm_89: the sm_86 "
+                                                          "build's SASS (no sm_89 GPU measured)")
 
 
 @dataclass(frozen=True)

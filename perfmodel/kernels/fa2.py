@@ -20,6 +20,7 @@ stride bcp), where padding decides the bank conflicts; Qs[r][x] in P2 and Ss[r][
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,6 +60,10 @@ ARCH = {
                            "p6_step": 24 / 16, "prologue": 40 / 16, "epilogue": 8 / 16, "outer_iter": 48, "tile": 40,
                        }),
 }
+# sm_89 (Ada): its build is the sm_86 listing, instruction for instruction and at the same addresses
+# (examples/measurements/sass_sm89/fa2_sm89.sass; nvcc 13.0 -O3)
+ARCH["sm_89"] = dataclasses.replace(ARCH["sm_86"], source="ptxas -v and cuobjdump -sass, nvcc 13.0, sm_89: the sm_86 "
+                                                          "build's SASS (no sm_89 GPU measured)")
 
 
 @dataclass(frozen=True)

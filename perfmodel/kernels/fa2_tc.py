@@ -57,11 +57,29 @@ SPILLS = {(128, 128, 64, 4): (4, 3)}
 # (examples/measurements/h100/fa2_tc.csv): the kernel's default tiles.
 DEFAULTS = {32: (128, 128, 4), 64: (128, 128, 4), 128: (128, 64, 4), 256: (64, 64, 4)}
 
+# The same source built for sm_80, sm_86 and sm_89 (nvcc 13.0, torch's extension flags;
+# examples/measurements/sass_sm89/): ptxas gives every instance the same registers on the three (a test), fewer
+# or more than sm_90's, and the sm_89 listing spills in the loops of two instances (read as SPILLS is; the sm_86
+# listing is the same instructions). No GPU of these architectures is measured here.
+REGS_SM8X = {
+    (32, 64, 64, 4): 85, (32, 128, 64, 4): 165, (32, 128, 64, 8): 85, (32, 128, 128, 4): 241,
+    (64, 64, 64, 4): 128, (64, 64, 128, 4): 168, (64, 128, 32, 4): 161, (64, 128, 64, 4): 213,
+    (64, 128, 64, 8): 124, (64, 128, 128, 4): 255, (64, 128, 128, 8): 182,
+    (128, 64, 32, 4): 166, (128, 64, 64, 4): 168, (128, 64, 128, 4): 236, (128, 128, 32, 4): 228,
+    (128, 128, 64, 4): 255, (128, 128, 64, 8): 190, (128, 128, 128, 8): 236,
+    (256, 64, 32, 4): 235, (256, 64, 64, 4): 247, (256, 128, 64, 8): 231,
+}
+SPILLS_SM8X = {(64, 64, 128, 4): (3, 3), (128, 128, 64, 4): (2, 2)}
+
+_OVERHEADS = {"tile": 60, "kstep": 2, "mask_elem": 1}     # estimates (sm_90's), until read off the SASS
+_SM8X = ArchFacts(regs=255, overheads=_OVERHEADS, instance_regs=REGS_SM8X, instance_spills=SPILLS_SM8X,
+                  source="ptxas -v and cuobjdump -sass, nvcc 13.0, sm_80/sm_86/sm_89 alike (no such GPU measured)")
 ARCH = {
     # registers per thread differ per instance (REGS); this is the most any holds (d = 128, 128 x 64, 4 warps),
-    # for tiles outside the table. Overheads: estimates until read off the SASS.
-    "sm_90": ArchFacts(regs=255, source="estimate (see the measured rows' regs_per_thread)",
-                       overheads={"tile": 60, "kstep": 2, "mask_elem": 1}),
+    # for tiles outside the table
+    "sm_90": ArchFacts(regs=255, overheads=_OVERHEADS, instance_regs=REGS, instance_spills=SPILLS,
+                       source="ptxas -v and cuobjdump -sass of the measured H100 build"),
+    "sm_80": _SM8X, "sm_86": _SM8X, "sm_89": _SM8X,
 }
 
 
@@ -242,12 +260,14 @@ class FA2TC(Kernel):
         return cdiv(shape.N, tiles.Br), arr(shape.H), arr(shape.B)         # fa2_tc.cu: (Q tiles, H, B)
 
     def launch(self, shape, tiles, arch, regs=None):
-        """Each compiled instance's registers (REGS, read off sm_90; other architectures are assumed to compile
-        alike, as ``facts`` notes), unless a measured row gives its own."""
+        """Each compiled instance's registers on the architecture (its facts' instance_regs: REGS on sm_90,
+        REGS_SM8X on sm_80/86/89; another architecture takes the nearest one's, as ``facts`` notes), unless a
+        measured row gives its own."""
         if regs is None:
+            facts = self.facts(arch)[0]
             d, Br, Bc, W = (arr(x) for x in (shape.d, tiles.Br, tiles.Bc, tiles.warps))
-            regs = np.full(np.broadcast_shapes(d.shape, Br.shape, Bc.shape, W.shape), self.facts(arch)[0].regs)
-            for (di, bri, bci, wi), r in REGS.items():
+            regs = np.full(np.broadcast_shapes(d.shape, Br.shape, Bc.shape, W.shape), facts.regs)
+            for (di, bri, bci, wi), r in facts.instance_regs.items():
                 regs = np.where((d == di) & (Br == bri) & (Bc == bci) & (W == wi), r, regs)
         return super().launch(shape, tiles, arch, regs)
 
@@ -264,12 +284,13 @@ class FA2TC(Kernel):
             (compiled, f"no compiled instance for {{tiles}} (compiled: {listing})")]
 
     def head_counts(self, shape, tiles, facts):
-        """FA2's counts, with the spill loads and stores of the instances that spill in their loop (SPILLS)."""
+        """FA2's counts, with the spill loads and stores of the instances that spill in their loop (the facts'
+        instance_spills: SPILLS on sm_90)."""
         c = head_counts_fa2(shape.N, shape.d, tiles.Br, tiles.Bc, tiles.warps, shape.causal,
                             shape.element_bytes, facts.overheads)
         d, Br, Bc, W = (arr(x) for x in (shape.d, tiles.Br, tiles.Bc, tiles.warps))
         ldl = stl = 0 * d
-        for (di, bri, bci, wi), (lo, st) in SPILLS.items():
+        for (di, bri, bci, wi), (lo, st) in facts.instance_spills.items():
             on = (d == di) & (Br == bri) & (Bc == bci) & (W == wi)
             ldl, stl = np.where(on, lo, ldl), np.where(on, st, stl)
         tiles_h, qblocks_h = kv_tiles(shape.N, Br, Bc, shape.causal)
