@@ -73,12 +73,14 @@ SPILLS_SM8X = {(64, 64, 128, 4): (3, 3), (128, 128, 64, 4): (2, 2)}
 
 _OVERHEADS = {"tile": 60, "kstep": 2, "mask_elem": 1}     # estimates (sm_90's), until read off the SASS
 _SM8X = ArchFacts(regs=255, overheads=_OVERHEADS, instance_regs=REGS_SM8X, instance_spills=SPILLS_SM8X,
-                  source="ptxas -v and cuobjdump -sass, nvcc 13.0, sm_80/sm_86/sm_89 alike (no such GPU measured)")
+                  source="registers and spills: ptxas -v and cuobjdump -sass, nvcc 13.0, sm_80/sm_86/sm_89 alike (no "
+                         "such GPU measured); overheads: estimates")
 ARCH = {
     # registers per thread differ per instance (REGS); this is the most any holds (d = 128, 128 x 64, 4 warps),
     # for tiles outside the table
     "sm_90": ArchFacts(regs=255, overheads=_OVERHEADS, instance_regs=REGS, instance_spills=SPILLS,
-                       source="ptxas -v and cuobjdump -sass of the measured H100 build"),
+                       source="registers and spills: ptxas -v and cuobjdump -sass of the measured H100 build; "
+                              "overheads: estimates"),
     "sm_80": _SM8X, "sm_86": _SM8X, "sm_89": _SM8X,
 }
 
