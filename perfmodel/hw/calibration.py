@@ -61,7 +61,8 @@ class Calibration:
     def path_costs(self, key: str) -> dict:
         """Cycles per step of each path feature, for the kernel ``key``; and its FIT_PARAMS (``overlap``: the
         calibration's overlap_p unless the kernel's fit holds its own)."""
-        costs = dict(self.path_cycles, overlap=self.overlap_p, overlap_rows=0.0, own_path=1.0, miss_latency=0.0)
+        costs = dict(self.path_cycles, overlap=self.overlap_p, overlap_rows=0.0, own_path=1.0, miss_latency=0.0,
+                     age_tail=0.0)
         costs.update(self.path_fits.get(key, {}).get("costs", {}))
         return costs
 
@@ -244,19 +245,21 @@ FIT_PARAMS = {"overlap": "the p of the p-norm joining a block's path and the SM'
                           "with none of it overlapping the warp's other work)",
               "miss_latency": "cycles from issuing a tile load that misses L2 to its arrival, of which a block waits "
                               "what the phase the load overlaps does not cover, and at least load_miss "
-                              "(Counts.load_steps; default 0: every miss costs load_miss)"}
+                              "(Counts.load_steps; default 0: every miss costs load_miss)",
+              "age_tail": "the share of its last round by which a launch ends later where that round's blocks split "
+                          "their SM in the schedulers' age order (Counts.age_split_warps; default 0: not at all)"}
 # the FIT_PARAMS without a unit: how a kernel's warps overlap their own work and one another's (the join's p, its fall
 # with the rows a scheduler holds, the rate of a warp's own work on its path). They describe the kernel's code, so a
 # GPU of another architecture takes them as they are from a fit of the kernel elsewhere (gpus/arch:
 # scaled_fits_from; carried_fits): without them FlashAttention-2's join fell back to the probe's p (3.9, near a max),
 # which priced its in-warp chain of MMAs and softmax as if other warps hid all of it
-JOIN_PARAMS = ("overlap", "overlap_rows", "own_path")
+JOIN_PARAMS = ("overlap", "overlap_rows", "own_path", "age_tail")
 # the FIT_PARAMS in cycles, and the path feature whose base cost scales them to another architecture (carried_fits)
 CYCLE_BASE = {"miss_latency": "load_miss"}
 # where a fit starts a FIT_PARAM that has no value yet (0 would be a fixed point of the fit's log-space steps);
 # miss_latency: the crowd probe's copy-and-wait of a 16 KB tile from DRAM, one block an SM, on the H100: 1,387-1,476
 # cycles (examples/measurements/h100/probe/crowd.json)
-FIT_START = {"overlap_rows": 0.3, "miss_latency": 1400.0}
+FIT_START = {"overlap_rows": 0.3, "miss_latency": 1400.0, "age_tail": 0.05}
 
 
 def _costs(path, where, costs) -> dict:

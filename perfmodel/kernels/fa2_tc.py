@@ -130,12 +130,14 @@ def kv_tiles(N, Br, Bc, causal: bool):
 
 
 def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None, splits=1, heavy_first=True,
-                    elem_fp32=3):
+                    elem_fp32=3, age_split=True):
     """Counts of one head of an FA2-structured tensor-core forward (this kernel, or FlashAttention-2 itself with
     ``q_in_registers=False``). ``splits`` > 1: split-KV, each Q tile's key range cut into that many blocks.
     The launch runs head after head; ``heavy_first``: each head's Q tiles are dispatched longest first (this
     kernel), else shortest first (FlashAttention-2: blockIdx.x = m_block). ``elem_fp32``: the softmax's FP32-pipe
-    instructions per score (this kernel's: FMNMX, FFMA, FADD; a library kernel's, read off its SASS)."""
+    instructions per score (this kernel's: FMNMX, FFMA, FADD; a library kernel's, read off its SASS).
+    ``age_split``: its co-resident blocks split the SM in the schedulers' age order where this kernel's traces
+    show it (Counts.age_split_warps); False: they share it evenly (a kernel nobody traced)."""
     N, d, Br, Bc, W, splits = (arr(x) for x in (N, d, Br, Bc, W, splits))
     MT = Br // W // 16
     NS, KQ, NO, KP = Bc // 8, d // 16, d // 8, Bc // 16
@@ -209,6 +211,12 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
         # alone and its K load the softmax and PV: the same two phases. A miss waits the part of its latency its
         # phase leaves (timing, ``miss_latency``)
         load_steps=tiles_b, gemm_phase_share=0.5 + 0 * tiles_b,
+        # blocks sharing an SM split it in the schedulers' age order where a step's S phase (QK^T and the softmax,
+        # which does not shrink with d) is long beside its PV phase, d <= 64, and a scheduler holds 32 query rows or
+        # more of each block: traced in one round at the measured build's blocks a SM (probe/fa2_tc_trace_fair.json),
+        # every such tile's last block ends 3-8% after the mean, while the 64-row 4-warp tiles and every d >= 128
+        # tile end together (within 1.1%)
+        age_split_warps=np.where(age_split & (d <= 64) & (Br / np.minimum(W, 4) >= 32) & (Bc >= 128), 2, 0) + 0 * tiles_b,
         # after the first round a head's blocks no longer start together: the blocks of its head dispatched before a
         # block have fetched its tiles, which it finds in L2. Causal: its first tile, the diagonal, only if those
         # blocks were heavier (heavy_first); dispatched shortest first, they never read it

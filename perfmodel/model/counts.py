@@ -128,10 +128,15 @@ class Counts:
     # overlaps); the other load's phase holds the rest of the step (the other GEMM and the softmax)
     load_steps: object = 0
     gemm_phase_share: object = 0
+    # the warps a scheduler must hold (of the last round's blocks, two or more of them) before co-resident blocks
+    # stop sharing their SM evenly and split it in the schedulers' age order, the youngest ending last (timing: the
+    # age-ordered tail, a kernel's fit ``age_tail``); 0: they share it evenly
+    age_split_warps: object = 0
 
     # fields that describe the launch's blocks, not amounts: they neither add (the larger holds) nor scale
     RATIOS = ("block_spread", "head_blocks", "block_step", "launches", "queued_ops", "burst_sharers",
-              "later_miss_share", "sched_rows", "code_once_kib", "code_loop_kib", "load_steps", "gemm_phase_share")
+              "later_miss_share", "sched_rows", "code_once_kib", "code_loop_kib", "load_steps", "gemm_phase_share",
+              "age_split_warps")
     # amounts per head or per block: a launch's counts keep them as one head's (Kernel.counts)
     UNSCALED = ("reuse_live_bytes", "burst_own_bytes", "burst_kv_bytes")
 
