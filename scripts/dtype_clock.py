@@ -25,7 +25,7 @@ def pairs(gpu: str = "h100", kernel: str = "fa2_tc") -> dict:
     """(d, Br, Bc, warps, band) -> list of (bf16 time / fp16 time - 1, bf16 spin MHz - fp16 spin MHz)."""
     (ms,) = dataset.load([ROOT / "examples" / "measurements" / gpu / f"{kernel}.csv"])
     c = ms.cols
-    spin = np.array([(float(r["spin_clock_mhz_before"]) + float(r["spin_clock_mhz_after"])) / 2 for r in ms.rows])
+    spin = ms.spin_clock_mhz()
     index = {}
     for i, r in enumerate(ms.rows):
         key = tuple(int(c[k][i]) for k in ("B", "H", "N", "d", "Br", "Bc", "threads")) + (bool(ms.causal[i]),)

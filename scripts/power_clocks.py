@@ -32,7 +32,7 @@ def clocks(cal_path: str, gpu: str = "h100", kernel: str = "fa2_tc"):
     model = np.zeros(len(ms))
     for m, p in validate.row_predictions(ms, spec, calibration.resolve(spec, cal_path)):
         model[m] = np.broadcast_to(np.asarray(p.timing.clock_hz, dtype=float), m.sum()) / 1e6
-    spin = np.array([(float(r["spin_clock_mhz_before"]) + float(r["spin_clock_mhz_after"])) / 2 for r in ms.rows])
+    spin = ms.spin_clock_mhz()
     return ms, model, spin, ms.measured_s > LONG_S
 
 

@@ -70,7 +70,7 @@ def uneven_factor(ms, table: dict, sms: int) -> np.ndarray:
 
 def clock_factor(ms, boost_mhz: float) -> np.ndarray:
     """Per row: min(spin clock, boost) / boost for launches longer than LONG_S (the mean of the two spins), else 1."""
-    spin = np.array([(float(r["spin_clock_mhz_before"]) + float(r["spin_clock_mhz_after"])) / 2 for r in ms.rows])
+    spin = ms.spin_clock_mhz()
     return np.where(ms.measured_s > LONG_S, np.minimum(spin, boost_mhz) / boost_mhz, 1.0)
 
 

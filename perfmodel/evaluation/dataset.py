@@ -63,6 +63,12 @@ class MeasurementSet:
         """Each row's problem (problem_keys)."""
         return problem_keys(self.cols, self.dtype, self.causal)
 
+    def spin_clock_mhz(self) -> np.ndarray:
+        """Per row, the mean SM clock the bench's two spins read around its timed runs (spin_clock_mhz_before and
+        _after; they read up to 5% above the maximum clock: docs/measurements.md)."""
+        return np.array([(float(r["spin_clock_mhz_before"]) + float(r["spin_clock_mhz_after"])) / 2
+                         for r in self.rows])
+
     def shape(self, mask=None) -> AttentionShape:
         m = slice(None) if mask is None else mask
         dt = self.dtype[m]
