@@ -37,11 +37,17 @@ def load_calibration(spec: GPUSpec, calibration=None, use_builtin: bool = True, 
     return cal_mod.resolve(spec, calibration, use_builtin=use_builtin, use_fits=use_fits)
 
 
-def configure(kernel: str, B, H, N, d, dtype="fp32", causal=False, gpu=None, **tiles):
-    """(Kernel, AttentionShape, Tiles), validated: sizes, dtype and causal support, tile parameters (defaults may
-    depend on the GPU: a library kernel's tile table does), and, with a GPU, that the launch fits it."""
+def kernel_dtype(k, dtype=None) -> str:
+    """``dtype``, or where None the kernel's first element type (fp32 for fa1/fa2, fp16 for the tensor-core ones)."""
+    return k.dtypes[0] if dtype is None else dtype
+
+
+def configure(kernel: str, B, H, N, d, dtype=None, causal=False, gpu=None, **tiles):
+    """(Kernel, AttentionShape, Tiles), validated: sizes, dtype (None: the kernel's first) and causal support, tile
+    parameters (defaults may depend on the GPU: a library kernel's tile table does), and, with a GPU, that the
+    launch fits it."""
     k = get_kernel(kernel)
-    shape = make_shape(B, H, N, d, dtype, causal)
+    shape = make_shape(B, H, N, d, kernel_dtype(k, dtype), causal)
     k.check_shape(shape)
     t = k.make_tiles(shape, gpu, **tiles)
     reason = k.why_not(gpu, shape, t) if gpu is not None else None
@@ -67,8 +73,9 @@ class Result:
 
 
 def predict(gpu="h100", kernel: str = DEFAULT, B=DEFAULT_SIZES["B"], H=DEFAULT_SIZES["H"], N=DEFAULT_SIZES["N"],
-            d=DEFAULT_SIZES["d"], dtype="fp32", causal=False, calibration=None, regs=None, use_builtin_calibration: bool = True, use_fits: bool = True, **tiles) -> Result:
+            d=DEFAULT_SIZES["d"], dtype=None, causal=False, calibration=None, regs=None, use_builtin_calibration: bool = True, use_fits: bool = True, **tiles) -> Result:
     """Predict one launch. ``tiles``: the kernel's tile parameters (Br, Bc, and threads/pad for fa2);
+    ``dtype``: None is the kernel's first (kernel_dtype);
     ``calibration``: a calibration YAML (default: the GPU's shipped one, if any)."""
     spec = load_gpu(gpu)
     k, shape, t = configure(kernel, B, H, N, d, dtype, causal, gpu=spec, **tiles)
@@ -84,7 +91,7 @@ def predict(gpu="h100", kernel: str = DEFAULT, B=DEFAULT_SIZES["B"], H=DEFAULT_S
                   times_s={r: float(np.asarray(v)) for r, v in p.timing.times_s.items()}, prediction=p)
 
 
-def sweep(gpu="h100", kernel: str = DEFAULT, calibration=None, dtype="fp32", causal=False, explore=True, **axes):
+def sweep(gpu="h100", kernel: str = DEFAULT, calibration=None, dtype=None, causal=False, explore=True, **axes):
     """Predict every combination of the given lists (B, H, N, d and the kernel's tile fields; a scalar is a
     one-value list; a tile field not given: the kernel's usual values when ``explore``, else its default). Returns an evaluation.sweep.SweepResult: ``time_s`` has one axis per parameter and is inf
     where a tile does not fit."""
@@ -93,7 +100,7 @@ def sweep(gpu="h100", kernel: str = DEFAULT, calibration=None, dtype="fp32", cau
     spec = load_gpu(gpu)
     k = get_kernel(kernel)
     from perfmodel.shape import parse_dtype
-    shape_probe = make_shape(1, 1, 1, 1, parse_dtype(dtype), causal)
+    shape_probe = make_shape(1, 1, 1, 1, parse_dtype(kernel_dtype(k, dtype)), causal)
     k.check_shape(shape_probe)
     axes = {**{a: v for a, v in DEFAULT_SIZES.items()}, **{a: v for a, v in axes.items() if v is not None}}
     values = {a: [positive_int(a, x, lo=0 if a == "pad" else 1) for x in np.atleast_1d(v)] for a, v in axes.items()}

@@ -242,3 +242,24 @@ def test_device_memory_limit_counts_each_kernels_buffers():
     # (examples/measurements/h100/sdpa_kernels.json: [8, 2, 8])
     assert [int(g) for g in flash.grid_dims(s, t)] == [8, 2, 8]
     assert flash.buffer_bytes(s, t) == 4 * 8 * 512 * (1 + int(t.splits) * 65)
+
+
+@pytest.mark.parametrize("kernel,dtype", [("fa1", "fp32"), ("fa2", "fp32"), ("fa2_tc", "fp16"),
+                                          ("sdpa-flash", "fp16"), ("sdpa-cudnn", "fp16")])
+def test_dtype_defaults_to_the_kernels_first(kernel, dtype):
+    """Without --dtype, predict and sweep run the kernel's first element type (a tensor-core kernel no longer fails
+    on fp32, a default it cannot run); the same prediction as naming it."""
+    base = ["predict", "--gpu", "h100", "--kernel", kernel, "--N", "1024", "--d", "64", "--json"]
+    code, out, _ = run(base)
+    assert code == 0, out
+    d = json.loads(out)
+    assert d["params"]["dtype"] == dtype
+    code, named, _ = run(base + ["--dtype", dtype])
+    assert code == 0 and json.loads(named)["time_s"] == d["time_s"]
+    r = CliRunner().invoke(main, ["sweep", "--gpu", "h100", "--kernel", kernel, "--N", "1024", "--d", "64", "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["dtype"] == dtype
+
+
+def test_a_dtype_the_kernel_cannot_run_is_still_refused():
+    code, out, _ = run(["predict", "--gpu", "h100", "--kernel", "fa2_tc", "--N", "512", "--dtype", "fp32"])
+    assert code == 2 and out.strip() == "error: kernel fa2_tc runs fp16/bf16 only, not fp32"

@@ -138,7 +138,7 @@ def test_fp32_kernels_refuse_fp16_and_causal_and_fa2_tc_refuses_unknown_tiles():
     with pytest.raises(InputError, match="no compiled instance"):
         api.predict("h100", "fa2_tc", N=512, d=128, dtype="fp16", Br=96, Bc=64)
     with pytest.raises(InputError, match="fp16/bf16 only"):
-        api.predict("h100", "fa2_tc", N=512, d=128)
+        api.predict("h100", "fa2_tc", N=512, d=128, dtype="fp32")
 
 
 @pytest.mark.parametrize("sm", ["sm_80", "sm_86", "sm_89"])

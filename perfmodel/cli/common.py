@@ -47,7 +47,9 @@ def shape_options(sizes_help: str, require_n: bool = False):
     def deco(f):
         opts = [
             click.option("--causal", is_flag=True, help="causal masking (kernels that support it)"),
-            click.option("--dtype", default="fp32", show_default=True, help="element type: fp32, fp16, bf16"),
+            click.option("--dtype", default=None,
+                         help="element type: fp32, fp16, bf16  [default: the kernel's first: fp32 for fa1 and fa2, "
+                              "fp16 for the tensor-core kernels]"),
             click.option("--d", "d", default=defaults["d"], show_default=True, help=f"head dimension{sizes_help}"),
             # (no default at all where --N is required: click 8.3+ takes an explicit default=None as given)
             click.option("--N", "N", help=f"sequence length{sizes_help}",

@@ -28,8 +28,8 @@ def _values(kw: dict) -> dict:
 def _run(gpu_name, kernel, cal_path, dtype, causal, kw, explore=True):
     spec = api.load_gpu(gpu_name)
     values = _values(kw)
-    return spec, api.sweep(spec, kernel, calibration=cal_path, dtype=parse_dtype(dtype), causal=causal,
-                           explore=explore, **values)
+    dtype = None if dtype is None else parse_dtype(dtype)          # None: the kernel's first (api.kernel_dtype)
+    return spec, api.sweep(spec, kernel, calibration=cal_path, dtype=dtype, causal=causal, explore=explore, **values)
 
 
 @main.command()
@@ -54,6 +54,7 @@ def sweep(gpu_name, kernel, dtype, causal, best, as_csv, as_json, limit, out_pat
         if any(len(sw.parse_values(a, kw[a])) > 1 for a in ("B", "H", "N", "d")):
             raise InputError("-o draws one problem: give one value each of --B, --H, --N and --d")
     spec, res = _run(gpu_name, kernel, cal_path, dtype, causal, kw)
+    dtype = res.prediction.shape.dtype
     n_fit = int(res.fits.sum())
     if n_fit == 0:
         raise InputError(f"none of the {res.size} configurations of the sweep fits {spec.name} "
@@ -160,6 +161,7 @@ def roofline(gpu_name, kernel, dtype, causal, measured_path, out_path, cal_path,
 
     figure_path(out_path)
     spec, res = _run(gpu_name, kernel, cal_path, dtype, causal, kw, explore=False)
+    dtype = res.prediction.shape.dtype
     sets = dataset.load([measured_path]) if measured_path else []
     points = figures.roofline_points(res, sets)
     if not points:
