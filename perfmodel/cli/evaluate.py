@@ -101,7 +101,10 @@ def _command() -> str:
               help="carry the kernel's fitted path costs over from this calibration (same SM) instead of fitting")
 @click.option("--ranking-share", default=0.0, show_default=True, type=click.FloatRange(0, 1, max_open=True),
               help="share of the fit's weight on the time ratios of tiles of one problem (their ranking)")
-def fit(files, kernel, gpu_name, cal_path, from_path, ranking_share):
+@click.option("--after-only", is_flag=True,
+              help="fit only what the kernel fits after its path costs (fa2_tc: the age-ordered tail), the "
+                   "calibration's fitted costs held")
+def fit(files, kernel, gpu_name, cal_path, from_path, ranking_share, after_only):
     """Fit a kernel's latency-path costs on the training split of measured rows, or carry them over from another
     GPU's calibration with --from; store them in a calibration file."""
     from perfmodel import api
@@ -111,8 +114,8 @@ def fit(files, kernel, gpu_name, cal_path, from_path, ranking_share):
 
     get_kernel(kernel)
     if from_path:
-        if files:
-            raise InputError("--from carries costs over; it takes no measurement files")
+        if files or after_only:
+            raise InputError("--from carries costs over; it takes no measurement files and no --after-only")
         from perfmodel.errors import read_yaml
         src = read_yaml(from_path, "calibration file")
         fits = src.get("path_fits") if isinstance(src, dict) else None
@@ -136,13 +139,23 @@ def fit(files, kernel, gpu_name, cal_path, from_path, ranking_share):
     if spec is None:
         raise InputError(f"no built-in spec matches '{ms.gpu_name}'; pass --gpu")
     cal = calibration.load(cal_path, spec)
-    import dataclasses
-    cal = dataclasses.replace(cal, path_fits={k: v for k, v in cal.path_fits.items() if k != kernel})
-    result = fit_mod.fit_path(spec, cal, ms, ranking_share=ranking_share)
-    result["training"]["data"] = list(ms.files)
-    result["training"]["command"] = _command()
+    if after_only:
+        held = cal.path_fits.get(kernel)
+        if not isinstance(held, dict) or "carried_over" in held:
+            raise InputError(f"{cal_path} holds no path costs of {kernel} fitted on its own rows to hold; run "
+                             f"`perfmodel fit` without --after-only first")
+        result = fit_mod.fit_path(spec, cal, ms, ranking_share=ranking_share, hold=True)
+        after = dict(result["training"]["fitted_after"], data=list(ms.files), command=_command())
+        result = {"costs": result["costs"], "training": {**held.get("training", {}), "fitted_after": after}}
+    else:
+        import dataclasses
+        cal = dataclasses.replace(cal, path_fits={k: v for k, v in cal.path_fits.items() if k != kernel})
+        result = fit_mod.fit_path(spec, cal, ms, ranking_share=ranking_share)
+        result["training"]["data"] = list(ms.files)
+        result["training"]["command"] = _command()
     _rewrite_calibration(cal_path, lambda raw: raw.setdefault("path_fits", {}).__setitem__(kernel, result))
+    fitted = result["training"].get("fitted_after", result["training"])
     err.print(f"{kernel}: {result['training']['rows']} training rows, MAPE on them "
-              f"{result['training']['mape_on_training_rows']:.1f}%; costs "
+              f"{fitted['mape_on_training_rows']:.1f}%; costs "
               + ", ".join(f"{k}={v:.3g}" for k, v in result["costs"].items()))
     err.print(f"wrote path_fits.{kernel} into {cal_path}; score it with: perfmodel validate FILE.csv (held-out rows)")

@@ -55,46 +55,8 @@ def problem_pairs(ms: MeasurementSet) -> np.ndarray:
     return np.array(pairs, dtype=int).reshape(-1, 2)
 
 
-def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60, train=None,
-             ranking_share: float = 0.0, extra_features: tuple = ()) -> dict:
-    """Fit the kernel's path costs on the training rows of ``ms``. Returns the path_fits entry.
-
-    The least squares take each fitted row's log error. ``ranking_share`` > 0: they also take the difference of
-    the log errors of every two fitted rows of one problem (the error in the ratio of two tiles' times, which
-    ranks the tiles), weighted so that these terms carry that share of the total weight. ``train``: a mask of the
-    rows to fit instead of the declared training split (analysis only: scripts/fit_ceiling.py fits every row to
-    bound what the model's form can reach). ``extra_features``: FIT_PARAMS fitted beside the kernel's own
-    (Kernel.fit_features), for a form no shipped fit holds (scripts/fit_age_tail.py)."""
-    if not 0 <= ranking_share < 1:
-        raise InputError(f"the ranking share is a fraction in [0, 1), not {ranking_share}")
-    from perfmodel.kernels import get
-
-    kernel = get(ms.kernel)
-    if kernel.external:
-        raise InputError(f"{ms.kernel} is a library's kernel: nothing is fitted to its timings (it is predicted "
-                         f"with {kernel.fit_key}'s path costs and the probe's constants)")
-    features = tuple(kernel.fit_features) + tuple(f for f in extra_features if f not in kernel.fit_features)
-    chosen = train is not None
-    train = ms.select(np.asarray(train, bool) if chosen else np.array([in_training_split(r) for r in ms.rows], bool))
-    if len(train) < 3 * len(features):
-        raise InputError(f"only {len(train)} training rows for {ms.kernel}; a fit of {len(features)} costs "
-                         f"needs at least {3 * len(features)}")
-    meas = train.measured_s
-    base = cal.path_costs(ms.kernel)
-    theta = np.log(np.array([base[f] if base[f] > 0 else FIT_START.get(f, 1e-3) for f in features]))
-
-    pairs = problem_pairs(train) if ranking_share > 0 else np.zeros((0, 2), int)
-    if ranking_share > 0 and not len(pairs):
-        raise InputError(f"no two training rows of {ms.kernel} share a problem: nothing to rank")
-    # each row's term has weight 1; the pairs' together ranking_share of the whole
-    pair_weight = ranking_share / (1 - ranking_share) * len(train) / max(len(pairs), 1)
-
-    def resid(th):
-        costs = dict(zip(features, np.exp(np.clip(th, -20, 20)).tolist()))
-        # a trial step far out (a p near zero) may overflow: its residuals are not finite and the step is rejected
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            e = np.log(_predict(gpu, cal, train, costs) / meas)
-        return np.concatenate([e, np.sqrt(pair_weight) * (e[pairs[:, 0]] - e[pairs[:, 1]])])
+def _levenberg_marquardt(resid, theta, iters: int):
+    """(theta, residuals) minimising the sum of squared ``resid(theta)`` by damped Gauss-Newton steps."""
     lam = 1e-2
     r = resid(theta)
     for _ in range(iters):
@@ -113,14 +75,79 @@ def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60
             lam *= 5
         if np.abs(step).max() < 1e-6:
             break
+    return theta, r
+
+
+def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60, train=None,
+             ranking_share: float = 0.0, extra_features: tuple = (), hold: bool = False) -> dict:
+    """Fit the kernel's path costs on the training rows of ``ms``. Returns the path_fits entry.
+
+    The least squares take each fitted row's log error. ``ranking_share`` > 0: they also take the difference of
+    the log errors of every two fitted rows of one problem (the error in the ratio of two tiles' times, which
+    ranks the tiles), weighted so that these terms carry that share of the total weight. ``train``: a mask of the
+    rows to fit instead of the declared training split (analysis only: scripts/fit_ceiling.py fits every row to
+    bound what the model's form can reach). ``extra_features``: FIT_PARAMS fitted beside the kernel's own
+    (Kernel.fit_features), for a form no shipped fit holds. The kernel's ``fit_after`` are fitted next, alone, on
+    the same rows, with the first fit's costs held: a term that only some launches pay, fitted after the costs
+    that every launch pays, moves no launch outside it. Where ``extra_features`` names one, the first fit fits it.
+    ``hold``: fit only the ``fit_after``, the calibration's costs of the kernel's other features held (``perfmodel
+    fit --after-only``: a calibration's recorded first fit stays as it is)."""
+    if not 0 <= ranking_share < 1:
+        raise InputError(f"the ranking share is a fraction in [0, 1), not {ranking_share}")
+    from perfmodel.kernels import get
+
+    kernel = get(ms.kernel)
+    if kernel.external:
+        raise InputError(f"{ms.kernel} is a library's kernel: nothing is fitted to its timings (it is predicted "
+                         f"with {kernel.fit_key}'s path costs and the probe's constants)")
+    features = tuple(kernel.fit_features) + tuple(f for f in extra_features if f not in kernel.fit_features)
+    after = tuple(f for f in kernel.fit_after if f not in features)
+    if hold and not after:
+        raise InputError(f"{ms.kernel} fits nothing after its path costs (Kernel.fit_after): nothing to fit with "
+                         f"them held")
+    chosen = train is not None
+    train = ms.select(np.asarray(train, bool) if chosen else np.array([in_training_split(r) for r in ms.rows], bool))
+    if len(train) < 3 * len(features):
+        raise InputError(f"only {len(train)} training rows for {ms.kernel}; a fit of {len(features)} costs "
+                         f"needs at least {3 * len(features)}")
+    meas = train.measured_s
+    base = cal.path_costs(ms.kernel)
+    start = lambda names: np.log(np.array([base[f] if base[f] > 0 else FIT_START.get(f, 1e-3) for f in names]))
+
+    pairs = problem_pairs(train) if ranking_share > 0 else np.zeros((0, 2), int)
+    if ranking_share > 0 and not len(pairs):
+        raise InputError(f"no two training rows of {ms.kernel} share a problem: nothing to rank")
+    # each row's term has weight 1; the pairs' together ranking_share of the whole
+    pair_weight = ranking_share / (1 - ranking_share) * len(train) / max(len(pairs), 1)
+
+    def residuals(names, held: dict):
+        """The least squares' residuals as a function of the log costs of ``names``, the costs ``held`` fixed."""
+        def resid(th):
+            costs = {**held, **dict(zip(names, np.exp(np.clip(th, -20, 20)).tolist()))}
+            # a trial step far out (a p near zero) may overflow: its residuals are not finite and the step is
+            # rejected
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                e = np.log(_predict(gpu, cal, train, costs) / meas)
+            return np.concatenate([e, np.sqrt(pair_weight) * (e[pairs[:, 0]] - e[pairs[:, 1]])])
+        return resid
+
     # features the data cannot see (absent from this kernel's path) keep their start value; costs driven to
     # nothing are written as 0
-    costs = {f: (float(v) if v > 1e-6 else 0.0) for f, v in zip(features, np.exp(theta))}
-    ape = np.abs(np.exp(r[:len(meas)]) - 1) * 100
-    rule = "rows chosen by the caller" if chosen else SPLIT_RULE
-    ranking = ({"ranking_share": ranking_share, "problem_pairs": len(pairs), "pair_weight": pair_weight}
-               if ranking_share > 0 else {})
-    return {"costs": costs,
-            "training": {"rule": rule, "rows": len(train), **ranking, "mape_on_training_rows": float(ape.mean()),
-                         "features_fitted": list(features),
-                         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}}
+    written = lambda names, th: {f: (float(v) if v > 1e-6 else 0.0) for f, v in zip(names, np.exp(th))}
+    mape = lambda r: float(np.mean(np.abs(np.exp(r[:len(meas)]) - 1) * 100))
+    if hold:
+        first = {f: base[f] for f in features}
+        costs, training = dict(first), {}
+    else:
+        theta, r = _levenberg_marquardt(residuals(features, {}), start(features), iters)
+        first, costs = dict(zip(features, np.exp(theta).tolist())), written(features, theta)
+        ranking = ({"ranking_share": ranking_share, "problem_pairs": len(pairs), "pair_weight": pair_weight}
+                   if ranking_share > 0 else {})
+        training = {"rule": "rows chosen by the caller" if chosen else SPLIT_RULE, "rows": len(train), **ranking,
+                    "mape_on_training_rows": mape(r), "features_fitted": list(features)}
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    if after:
+        theta_after, r = _levenberg_marquardt(residuals(after, first), start(after), iters)
+        costs.update(written(after, theta_after))
+        training["fitted_after"] = {"features": list(after), "mape_on_training_rows": mape(r), "date": now}
+    return {"costs": costs, "training": {**training, "date": now}}

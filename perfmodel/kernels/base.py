@@ -108,6 +108,7 @@ class Kernel(ABC):
     path_pipes: tuple = ()                 # resources whose work a warp waits on itself: on its path (timing.py)
     pipe_p: float = 0.0                    # > 0: the pipes join one another by this p-norm first (timing.py)
     fit_features: tuple = ("dot", "reduction", "exp", "outer", "gmem", "sync")   # path costs `fit` may fit
+    fit_after: tuple = ()                  # FIT_PARAMS `fit` fits next, alone, the costs above held (fit.fit_path)
     path_costs_from: str | None = None     # use another kernel's fitted path costs (same loop forms)
     external: bool = False                 # a library's kernel: nothing may be fitted to its timings
 

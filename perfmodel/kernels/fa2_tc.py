@@ -252,6 +252,9 @@ class FA2TC(Kernel):
     serial = (("tensor", "fp32"),)
     pipe_p = 5.0
     fit_features = ("mma", "fp32", "gmem", "load", "load_miss", "overlap", "overlap_rows", "own_path", "miss_latency")
+    # the age-ordered tail (timing; Counts.age_split_warps), which only the launches of some d <= 64 tiles pay, is
+    # fitted after the costs every launch pays, those held
+    fit_after = ("age_tail",)
 
     def default_tiles(self, shape=None, gpu=None):
         if shape is not None and int(np.asarray(shape.d)) in DEFAULTS:
