@@ -97,6 +97,23 @@ def test_every_committed_fit_is_reproduced_by_the_command_it_records(name, tmp_p
         if "training" in entry and "carried_over" not in entry:
             redo = yaml.safe_load(target.read_text())["path_fits"][kernel]["training"]["mape_on_training_rows"]
             assert redo == pytest.approx(entry["training"]["mape_on_training_rows"], abs=0.02), kernel
+        after = entry.get("training", {}).get("fitted_after")
+        if after and "carried_over" not in entry:
+            # what was fitted after the path costs, those held (--after-only): run on the committed file, it
+            # fits the same values again (one or two parameters, nothing flat to wander along)
+            argv = shlex.split(after["command"])
+            shutil.copy(src, target)
+            argv[argv.index("--calibration") + 1] = str(target)
+            argv = [str(ROOT / a) if a.endswith(".csv") else a for a in argv]
+            r = CliRunner().invoke(main, argv[1:])
+            assert r.exit_code == 0, r.output
+            redo = yaml.safe_load(target.read_text())["path_fits"][kernel]
+            for f in after["features"]:
+                assert redo["costs"][f] == pytest.approx(entry["costs"][f], rel=1e-3), (kernel, f)
+            assert {f: v for f, v in redo["costs"].items() if f not in after["features"]} == \
+                {f: v for f, v in entry["costs"].items() if f not in after["features"]}
+            assert redo["training"]["fitted_after"]["mape_on_training_rows"] == pytest.approx(
+                after["mape_on_training_rows"], abs=0.01)
 
 
 def test_fit_recovers_known_costs_from_synthetic_timings():

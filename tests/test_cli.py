@@ -263,3 +263,21 @@ def test_dtype_defaults_to_the_kernels_first(kernel, dtype):
 def test_a_dtype_the_kernel_cannot_run_is_still_refused():
     code, out, _ = run(["predict", "--gpu", "h100", "--kernel", "fa2_tc", "--N", "512", "--dtype", "fp32"])
     assert code == 2 and out.strip() == "error: kernel fa2_tc runs fp16/bf16 only, not fp32"
+
+
+@pytest.mark.parametrize("kernel,calfile,extra,needle", [
+    ("fa2_tc", "h200.yaml", [], "holds no path costs of fa2_tc fitted on its own rows"),
+    ("fa2", "h100-sxm.yaml", [], "fa2 fits nothing after its path costs"),
+    ("fa2_tc", "h100-sxm.yaml", ["--from", "gpus/calibration/h100-sxm.yaml"], "no --after-only"),
+])
+def test_fit_after_only_refuses_what_it_cannot_hold(tmp_path, kernel, calfile, extra, needle):
+    """--after-only holds a calibration's own fit: not a carried one (the H200's), not a kernel with nothing fitted
+    after its path costs, not with --from."""
+    import shutil
+
+    target = tmp_path / calfile
+    shutil.copy(f"gpus/calibration/{calfile}", target)
+    data = [] if extra else [f"examples/measurements/h100/{kernel}.csv"]
+    r = CliRunner().invoke(main, ["fit", *data, "--kernel", kernel, "--calibration", str(target), "--after-only",
+                                  *extra])
+    assert r.exit_code == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.output

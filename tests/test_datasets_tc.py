@@ -105,6 +105,8 @@ def test_tensor_core_accuracy_does_not_regress(key):
     s = validate.evaluate(ms, split=rec["split"])[0].summary()
     assert s["n"] == rec["n"]
     assert s["mape"] <= rec["mape"] * (1 + 1e-4) and s["max_ape"] <= rec["max_ape"] * (1 + 1e-4)
+    if rec.get("spearman") is not None:
+        assert s["spearman"] >= rec["spearman"] - 1e-4
 
 
 @pytest.mark.parametrize("kernel", ["fa2_tc", "sdpa-flash", "sdpa-cudnn"])
@@ -131,6 +133,10 @@ def test_tensor_core_targets_hold(kernel, gpu_dir):
     s = validate.evaluate(ms, split=split)[0].summary()
     mape, worst = TARGETS[kernel]
     assert s["mape"] <= mape and (worst is None or s["max_ape"] <= worst), s
+    if kernel == "fa2_tc":
+        # Spearman over tiles at fixed problem: 0.950 (H100, held out) and 0.960 (H200) since the age-ordered tail
+        # (0.944 and 0.956 before it)
+        assert s["spearman"] >= 0.95, s
 
 
 def test_speed_benchmark_beside_pytorch_is_checked_and_clocked():

@@ -5,9 +5,9 @@ stayed unscored until one model change, the tensor clock, was judged on it (docs
 (*.offgrid3.csv) until the next, the list-scheduling residual, was judged on it by a rule set before. Both are held
 the same way since. The fourth (*.offgrid4.csv) is checked here; of it only cuDNN's rows are scored, once to judge
 the wgmma group waits on cuDNN's chain (docs/tensorcore.md), and held since; its fa2_tc and SDPA flash rows were
-scored once, to judge a fit for the ranking that was not shipped (docs/known-gaps.md), and are spent. The fifth
-(*.offgrid5.csv, fp16 and bf16) is checked here and left unscored for the next change to the model of fa2_tc and
-SDPA flash."""
+scored once, to judge a fit for the ranking that was not shipped (docs/known-gaps.md), and are held as bounds since.
+The fifth (*.offgrid5.csv, fp16 and bf16) was left unscored until the age-ordered tail was judged on it, once, by a
+rule stated before (docs/tensorcore.md), and is held the same way since."""
 import csv
 import json
 from pathlib import Path
@@ -63,10 +63,10 @@ def test_recorded_benchmark_is_what_the_data_gives(record):
 
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
 def test_the_model_holds_off_the_grids(record, gpu):
-    """Off the grids the model keeps its targets (README: fa2_tc 3.1% / 3.2%, worst 15%; SDPA flash 4.9% / 5.0%,
+    """Off the grids the model keeps its targets (README: fa2_tc 3.0% / 3.1%, worst 15%; SDPA flash 4.9% / 5.0%,
     worst 16% / 14%; cuDNN 5.1% / 5.6%, worst 13% / 15%; 8.0% / 7.5%, worst 21% / 19% before the wgmma group
-    waits). Its tile ranking reaches 0.95 on the H100 here (0.950 /
-    0.946), and its pick is within 5% of the measured best in 95% of the 63 problems on both (worst 7.6% / 6.9%).
+    waits). Its tile ranking reaches 0.95 here (0.950 / 0.952; 0.950 / 0.949 before the age-ordered tail), and its
+    pick is within 5% of the measured best in 97% / 98% of the 63 problems (95% before; worst 7.3% / 6.9%).
     Before the tensor clock and the list-scheduling residual: fa2_tc 3.9% / 4.3%, Spearman 0.935 / 0.930, picks within
     5% 94% / 90%, worst 11% / 16%."""
     tc = record[f"fa2_tc/{gpu}"]
@@ -120,6 +120,23 @@ def test_the_fourth_sets_cudnn_rows_scored_once_for_the_wgmma_group_waits(gpu, b
     (ev,) = validate.evaluate([ms], split="all")
     assert ev.n == 64
     assert ev.ape.mean() < before and ev.ape.mean() <= bound[0] and ev.ape.max() <= bound[1]
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_the_fourth_set_held_since_its_fit_was_judged(record, gpu):
+    """The fourth set's fa2_tc and SDPA flash rows, scored once to judge a fit for the ranking (not shipped; docs/
+    known-gaps.md), held as bounds since: fa2_tc 3.1% / 2.7% (worst 15% / 14%), Spearman 0.970 / 0.967, every pick
+    within 5% (worst 2.5% / 2.9%); SDPA flash 4.1% / 3.9% (worst 17% / 16%); cuDNN 6.6% / 5.7% (15% / 14%)."""
+    held(record, "offgrid4", gpu, tc=(3.4, 16, 0.96, 0.98, 0.04), flash=(4.4, 18), cudnn=(7.2, 16))
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_the_fifth_set_scored_once_for_the_age_ordered_tail(record, gpu):
+    """The sealed fifth set, scored once to judge the age-ordered tail by the rule docs/tensorcore.md stated first
+    (without -> with the tail: fa2_tc 3.19% -> 3.14% (H200 3.09% -> 3.04%), Spearman 0.964 (0.959) unchanged, picks
+    within 5% 100% (98.4%) unchanged; no SDPA flash or cuDNN prediction moved: 4.18% / 4.59% and 5.94% / 6.05%).
+    Held as regression bounds since."""
+    held(record, "offgrid5", gpu, tc=(3.4, 19, 0.955, 0.98, 0.07), flash=(4.8, 16), cudnn=(6.4, 17))
 
 
 def test_fa2_tc_beside_pytorch_in_the_same_run(record):
