@@ -7,7 +7,9 @@ the same way since. The fourth (*.offgrid4.csv) is checked here; of it only cuDN
 the wgmma group waits on cuDNN's chain (docs/tensorcore.md), and held since; its fa2_tc and SDPA flash rows were
 scored once, to judge a fit for the ranking that was not shipped (docs/known-gaps.md), and are held as bounds since.
 The fifth (*.offgrid5.csv, fp16 and bf16) was left unscored until the age-ordered tail was judged on it, once, by a
-rule stated before (docs/tensorcore.md), and is held the same way since."""
+rule stated before (docs/tensorcore.md), and is held the same way since. The sixth (*.offgrid6.csv, fp16 and bf16,
+timed 2026-11-23 after the fifth was spent) is checked here and left unscored for the next change to the model of
+fa2_tc, SDPA flash or cuDNN."""
 import csv
 import json
 from pathlib import Path
@@ -29,7 +31,7 @@ def rows(gpu, name):
 
 
 SETS = {"offgrid": {"fp16"}, "offgrid2": {"bf16"}, "offgrid3": {"fp16"}, "offgrid4": {"bf16"},
-        "offgrid5": {"fp16", "bf16"}}
+        "offgrid5": {"fp16", "bf16"}, "offgrid6": {"fp16", "bf16"}}
 
 
 @pytest.mark.parametrize("gpu", sorted(GPU_NAME))
