@@ -1,6 +1,5 @@
 """The age-ordered tail (timing; Counts.age_split_warps; the FIT_PARAM age_tail, fitted after fa2_tc's path costs
 with those held): which launches it moves, and what scripts/fit_age_tail.py records of it (docs/tensorcore.md)."""
-import numpy as np
 import pytest
 
 from perfmodel import api
@@ -78,12 +77,12 @@ def test_shipped_the_tail_lifts_the_ranking_and_moves_nothing_else(record):
 
 def test_the_form_not_shipped_ranked_the_off_grid_sets_worse(record):
     """Every cost refitted with the tail beside them (age_tail 0.09) ranks the committed grid's held-out tiles better
-    still (0.953), but lowers fa2_tc's Spearman on five of the ten off-grid set and GPU pairs, by up to 0.005, where
-    the shipped form lowers it on none."""
+    still (0.953), but lowers fa2_tc's Spearman on six of the ten off-grid set and GPU pairs, by up to 0.005 (and
+    lifts it on one), where the shipped form lowers it on none."""
     assert record["age_tail"]["refit with tail"] == pytest.approx(0.09, abs=0.01)
     s = record[("committed", "h100", "fa2_tc")]
     assert s["refit with tail"]["spearman"] > s["shipped"]["spearman"]
     lower = [(name, gpu) for name in FIT.OFFGRID for gpu in ("h100", "h200")
              if record[(name, gpu, "fa2_tc")]["refit with tail"]["spearman"]
              < record[(name, gpu, "fa2_tc")]["shipped"]["spearman"] - 1e-9]
-    assert len(lower) >= 4
+    assert len(lower) >= 5
