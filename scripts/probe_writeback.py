@@ -15,15 +15,9 @@ a model of it needs. Nothing here changes clocks or power limits.
 import json
 
 from perfmodel.measure import bench, build, probe
+from probe_cold import ReadFlush          # the read flush (scripts/ is on the path: this script's folder)
 
 KIB_PER_BLOCK = (4, 8, 12, 16, 24, 32, 40, 48, 64, 96)
-
-
-class ReadFlush(bench.Bencher):
-    """The same timing with the flush buffer read rather than written: the L2 then holds clean lines."""
-
-    def flush_l2(self) -> None:
-        self.sink = self.cache.sum()
 
 
 def main(path):
