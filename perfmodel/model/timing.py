@@ -343,12 +343,12 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     tf_later = round_cycles(r_full, lat_later, t_full)[0] if np.any(lat_later != lat) else tf
     tl, parts_l = round_cycles(last, np.where(full_rounds > 0, lat_later, lat))
     sm_cycles = np.where(full_rounds > 0, tf + (full_rounds - 1) * tf_later, 0) + tl
-    # The age-ordered tail (a kernel's fit ``age_tail``; no shipped fit holds it: docs/known-gaps.md): where a
-    # round's blocks split their SM in the schedulers' age order (Counts.age_split_warps), the oldest runs nearly as
-    # if alone and the youngest gets what it leaves, then finishes alone: in one round the SM's last block ends 3-8%
-    # after their mean end (traced, fa2_tc_trace_fair.json). In a launch of many rounds the next round's blocks fill
-    # the slots the old ones free, so only the last round's youngest block extends the launch, by ``age_tail`` of
-    # that round. Blocks of uneven work (causal) are priced by the bounds below.
+    # The age-ordered tail (a kernel's fit ``age_tail``: fa2_tc's, fitted after its path costs; docs/tensorcore.md):
+    # where a round's blocks split their SM in the schedulers' age order (Counts.age_split_warps), the oldest runs
+    # nearly as if alone and the youngest gets what it leaves, then finishes alone: in one round the SM's last block
+    # ends 3-8% after their mean end (traced, fa2_tc_trace_fair.json). In a launch of many rounds the next round's
+    # blocks fill the slots the old ones free, so only the last round's youngest block extends the launch, by
+    # ``age_tail`` of that round. Blocks of uneven work (causal) are priced by the bounds below.
     age_w = np.asarray(c.age_split_warps, dtype=f32)
     if costs["age_tail"] and np.any(age_w > 0):
         final_r = np.where(last > 0, last, r_full)
