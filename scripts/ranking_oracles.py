@@ -89,11 +89,15 @@ def score(ms, pred, held_out) -> dict:
             "best": hits / len(slow), "within_5": float(np.mean(slow <= 0.05)), "bad_picks": int(np.sum(slow > 0.05))}
 
 
-def without_tail(cal):
-    """``cal`` with fa2_tc's age-ordered tail (the FIT_PARAM ``age_tail``) at 0: its other costs as they are."""
+def with_tail(cal, share: float):
+    """``cal`` with fa2_tc's age-ordered tail (the FIT_PARAM ``age_tail``) at ``share``: its other costs as they are."""
     fit = cal.path_fits["fa2_tc"]
     return dataclasses.replace(cal, path_fits={**cal.path_fits,
-                                               "fa2_tc": {**fit, "costs": {**fit["costs"], "age_tail": 0.0}}})
+                                               "fa2_tc": {**fit, "costs": {**fit["costs"], "age_tail": share}}})
+
+
+def without_tail(cal):
+    return with_tail(cal, 0.0)
 
 
 def compute(gpu: str = "h100") -> dict:

@@ -16,11 +16,6 @@ def _time(cal, kernel, B, H, N, d, causal=False, **tiles):
     return float(engine.evaluate(spec, k, shape, t, cal).time_s)
 
 
-def _with_tail(cal, share):
-    fit = cal.path_fits["fa2_tc"]
-    return FIT.with_fit(cal, {**fit, "costs": {**fit["costs"], "age_tail": share}})
-
-
 def test_the_shipped_tail_is_fitted_after_the_path_costs_and_carried():
     h100 = calibration.resolve(api.load_gpu("h100"))
     fit = h100.path_fits["fa2_tc"]
@@ -33,8 +28,8 @@ def test_the_shipped_tail_is_fitted_after_the_path_costs_and_carried():
 
 
 def test_the_tail_moves_only_the_last_round_of_blocks_that_split_in_age_order():
-    cal = _with_tail(calibration.resolve(api.load_gpu("h100")), 0.0)
-    tail = _with_tail(cal, 0.1)
+    cal = FIT.ranking_oracles.without_tail(calibration.resolve(api.load_gpu("h100")))
+    tail = FIT.ranking_oracles.with_tail(cal, 0.1)
     ratio = lambda *a, **k: _time(tail, *a, **k) / _time(cal, *a, **k)
     # 8 heads of N = 3000 at d = 64, 128x128/4w: one round of two blocks on 60 SMs: the whole round, 10% later
     one_round = ratio("fa2_tc", 1, 8, 3000, 64, Br=128, Bc=128, warps=4)
