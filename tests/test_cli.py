@@ -150,6 +150,17 @@ def test_measure_without_torch_or_gpu_is_one_line(tmp_path):
     (["predict", "--gpu", "h100", "--kernel", "fa2_tc", "--dtype", "fp16", "--N", "512", "--d", "96"],
      "no compiled instance"),
     (["sweep", "--gpu", "h100", "--kernel", "fa2", "--threads", "33"], "none of the"),
+    # a library kernel's tiles given by hand: what FlashAttention's loop nest can hold (4 or 8 warps of 16-row slices,
+    # whole 16-key k-steps)
+    *((["predict", "--gpu", "h100", "--kernel", k, "--N", "4096", "--B", "8", f"--{f}", v], needle) for k, f, v, needle in (
+        ("sdpa-flash", "Br", "7", "Br must be a multiple of 16 x warps"),
+        ("sdpa-flash", "Bc", "40", "Bc must be a multiple of 16"),
+        ("sdpa-flash", "warps", "3", "run 4 or 8 warps"),
+        ("sdpa-cudnn", "Br", "64", "Br=64, Bc=128, warps=8, d=32: Br must be a multiple of 16 x warps"))),
+    # nothing of a sweep fits: the limit the nearest configuration breaks (here every compiled tile needs more memory
+    # than the GPU has), not the first configuration's (a tile with no compiled instance)
+    (["sweep", "--gpu", "h100", "--kernel", "fa2_tc", "--best", "--N", "100000000"],
+     "take 95.4 GiB; NVIDIA H100 80GB HBM3 has 80 GiB"),
     # impossible sizes: tensors beyond the device's memory, grids beyond CUDA's limits (the kernels' own grids)
     (["predict", "--gpu", "h100", "--kernel", "fa2_tc", "--dtype", "fp16", "--N", "1e9", "--d", "64"],
      "take 1,907.3 GiB; NVIDIA H100 80GB HBM3 has 80 GiB"),
@@ -220,6 +231,19 @@ def test_predict_names_a_queued_combine_kernel():
     assert q["grid_blocks"] == 2048 and 0 < q["time_s"] < d["time_s"]
     big = json.loads(run([("16" if a == "1" else a) for a in small] + ["--json"])[1])      # B = 16: no split
     assert big["params"]["B"] == 16 and big["queued_kernels"] == []
+
+
+def test_a_split_kv_launch_says_its_tiles_replace_the_ones_given():
+    """Where PyTorch's heuristic picks split-KV (a small grid), its kernel's own tiles run: a note says so, naming
+    the tiles asked for; a grid that fills the GPU runs the tiles given, without a note."""
+    small = ["predict", "--gpu", "h100", "--kernel", "sdpa-flash", "--B", "1", "--H", "16", "--N", "512", "--d", "128",
+             "--Br", "128", "--Bc", "32", "--json"]
+    d = json.loads(run(small)[1])
+    assert (d["params"]["Br"], d["params"]["Bc"]) == (64, 128)
+    (note,) = d["notes"]
+    assert "split-KV kernel with" in note and "64x128/4w (not 128x32/4w)" in note
+    big = json.loads(run([("16" if a == "1" else a) for a in small])[1])
+    assert (big["params"]["Br"], big["params"]["Bc"], big["notes"]) == (128, 32, [])
 
 
 def test_device_memory_limit_counts_each_kernels_buffers():

@@ -58,7 +58,7 @@ def sweep(gpu_name, kernel, dtype, causal, best, as_csv, as_json, limit, out_pat
     n_fit = int(res.fits.sum())
     if n_fit == 0:
         raise InputError(f"none of the {res.size} configurations of the sweep fits {spec.name} "
-                         f"({res.why_first_unfit()})")
+                         f"({res.why_unfit()})")
     err.print(f"{res.size} configurations ({n_fit} fit {spec.key}) in {res.seconds:.3f} s")
     rows = res.best() if best else sorted(res.rows(), key=lambda r: r[1])
     # with --best: each problem's runner-up, to time beside the pick where the two lie close
@@ -165,7 +165,7 @@ def roofline(gpu_name, kernel, dtype, causal, measured_path, out_path, cal_path,
     sets = dataset.load([measured_path]) if measured_path else []
     points = figures.roofline_points(res, sets)
     if not points:
-        raise InputError(f"no configuration fits {spec.name}" + (f" ({res.why_first_unfit()})" if res.size else ""))
+        raise InputError(f"no configuration fits {spec.name}" + (f" ({res.why_unfit()})" if res.size else ""))
     if len(points) > MAX_ROOFLINE_POINTS:
         raise InputError(f"{len(points)} configurations: a roofline stays readable with at most "
                          f"{MAX_ROOFLINE_POINTS}; give fewer values")

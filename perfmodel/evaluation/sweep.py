@@ -88,17 +88,21 @@ class SweepResult:
         ix = np.nonzero(self.fits)
         return list(zip(self.params_at(ix), self.time_s[ix].tolist(), self.bound[ix].tolist()))
 
-    def why_first_unfit(self) -> str:
-        """The reason the first non-fitting configuration does not fit, in one line."""
+    def why_unfit(self, look: int = 500) -> str:
+        """Why configurations do not fit, in one line: the reason of the one (among the first ``look`` that do not)
+        that came nearest to fitting, i.e. broke the latest of the kernel's limits: where every compiled tile
+        breaks a limit of the problem (its memory, its grid), that limit, not the first tile's lack of an
+        instance."""
         from perfmodel.kernels import get
         from perfmodel.shape import AttentionShape
 
-        params = self.unfit()
-        if not params:
-            return ""
-        p, k = params[0], get(self.kernel)
-        shape = AttentionShape(*(p[a] for a in AXES), self.prediction.shape.dtype, self.prediction.shape.causal)
-        return k.why_not(self.prediction.gpu, shape, k.Tiles(**{f: p[f] for f in k.Tiles.fields()})) or ""
+        k, found = get(self.kernel), []
+        for p in self.unfit()[:look]:
+            shape = AttentionShape(*(p[a] for a in AXES), self.prediction.shape.dtype, self.prediction.shape.causal)
+            broken = k.first_broken(self.prediction.gpu, shape, k.Tiles(**{f: p[f] for f in k.Tiles.fields()}))
+            if broken:
+                found.append(broken)
+        return max(found, key=lambda b: b[0])[1] if found else ""
 
     def unfit(self) -> list[dict]:
         """The parameters of every configuration that does not fit the GPU."""

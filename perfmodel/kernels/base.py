@@ -191,6 +191,10 @@ class Kernel(ABC):
         kernel (PyTorch's) picks its own from the problem and the GPU, and overrides this."""
         return tiles
 
+    def resolution_note(self, given: Tiles, used: Tiles) -> str | None:
+        """A line for a single prediction where ``resolve`` ran other tiles than ``given``; None for most."""
+        return None
+
     def facts(self, arch: str) -> tuple[ArchFacts, str | None]:
         """(facts, None) for an architecture with its own data, else (the nearest one's, a note saying so)."""
         if arch in self.arch:
@@ -250,16 +254,23 @@ class Kernel(ABC):
 
     def why_not(self, gpu, shape: AttentionShape, tiles: Tiles) -> str | None:
         """For scalar inputs: the first limit the configuration breaks, as one line, or None."""
-        for cond, reason in self.limits(gpu, shape, tiles):
+        broken = self.first_broken(gpu, shape, tiles)
+        return broken[1] if broken else None
+
+    def first_broken(self, gpu, shape: AttentionShape, tiles: Tiles) -> tuple[int, str] | None:
+        """For scalar inputs: (its place in ``limits``, the line why_not gives) of the first limit the configuration
+        breaks, or None. The kernel's own limits come first, the GPU's launch limits (memory, grid, threads,
+        registers, shared memory) after them."""
+        for i, (cond, reason) in enumerate(self.limits(gpu, shape, tiles)):
             if not bool(np.all(cond)):
                 desc = ", ".join(f"{k}={getattr(tiles, k)}" for k in self.Tiles.fields())
                 grid = " x ".join(str(int(np.asarray(g))) for g in self.grid_dims(shape, tiles))
                 gib = float(np.asarray(self.device_bytes(shape, tiles))) / 2**30
                 mem = f"{gib:,.1f} GiB" if gib < 1e6 else f"{gib:.3g} GiB"
-                return f"{self.name}: " + reason.format(threads=int(np.asarray(tiles.threads)),
-                                                        tiles=desc + f", d={shape.d}", d=shape.d,
-                                                        smem=int(np.asarray(self.smem_bytes(shape, tiles))),
-                                                        grid=grid, mem=mem)
+                return i, f"{self.name}: " + reason.format(threads=int(np.asarray(tiles.threads)),
+                                                           tiles=desc + f", d={shape.d}", d=shape.d,
+                                                           smem=int(np.asarray(self.smem_bytes(shape, tiles))),
+                                                           grid=grid, mem=mem)
         return None
 
     # --- counts -------------------------------------------------------------------------------------------

@@ -18,7 +18,8 @@
   with P from registers, a wait. Named barriers 4 and 5 let one warpgroup at a time run its exponentials. Other
   head dimensions were not observed: they keep FA3's tiles (hopper/tile_size.h, d=256: 128x80).
 
-``--Br/--Bc`` override a preset's tiles; the split count is always the library's.
+``--Br/--Bc/--warps`` override a preset's tiles where FlashAttention's loop nest can hold them; the split count
+is always the library's, and a split-KV launch runs its kernel's own tiles (a prediction's note says so).
 """
 
 from __future__ import annotations
@@ -129,7 +130,15 @@ class _SDPA(Kernel):
         return None
 
     def constraints(self, gpu, shape, tiles):
-        return self.tensor_core_limits(gpu, shape)
+        """The tensor-core limits, and tiles the loop nest can hold (given with --Br/--Bc/--warps): FlashAttention's
+        kernels run 4 or 8 (consumer) warps, each owning 16 query rows per row tile (``Tile<16 * kNWarps, ...>``),
+        and a KV tile of whole 16-key MMA k-steps."""
+        Br, Bc, W = (arr(x) for x in (tiles.Br, tiles.Bc, tiles.warps))
+        return self.tensor_core_limits(gpu, shape) + [
+            ((W == 4) | (W == 8), "tile {tiles}: FlashAttention's kernels run 4 or 8 warps a block"),
+            (Br % (16 * np.maximum(W, 1)) == 0, "tile {tiles}: Br must be a multiple of 16 x warps (16 query rows a "
+                                                "warp)"),
+            (Bc % 16 == 0, "tile {tiles}: Bc must be a multiple of 16 (the P V MMA's k-step)")]
 
     def grid_blocks(self, shape, tiles):
         return arr(shape.B) * arr(shape.H) * cdiv(shape.N, tiles.Br) * arr(tiles.splits)
@@ -298,6 +307,15 @@ class SDPAFlash(_SDPA):
         optin = gpu.smem_per_block_optin_bytes if gpu is not None else 232448
         per_sm = gpu.smem_per_sm_bytes if gpu is not None else 233472
         return fa2_preset(d, causal, sm, optin, per_sm)
+
+    def resolution_note(self, given, used):
+        fields = [np.asarray(x) for x in (used.splits, given.Br, given.Bc, given.warps, used.Br, used.Bc, used.warps)]
+        if any(x.size != 1 for x in fields) or fields[0].item() <= 1:       # a sweep's arrays, or no split
+            return None
+        splits, asked, ran = fields[0].item(), tuple(x.item() for x in fields[1:4]), tuple(x.item() for x in fields[4:])
+        return (f"{self.name}: the grid is small, so PyTorch runs FlashAttention's split-KV kernel with {splits} "
+                f"splits and its own tiles {ran[0]}x{ran[1]}/{ran[2]}w"
+                + (f" (not {asked[0]}x{asked[1]}/{asked[2]}w)" if asked != ran else ""))
 
     def resolve(self, gpu, shape, tiles):
         """The split-KV kernel when the grid is small (set_params_splitkv: 64-row tiles, 4 warps)."""

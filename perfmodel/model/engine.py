@@ -57,7 +57,8 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
     """Predict every configuration of (shape, tiles), which broadcast together. No fit check: callers that
     need one ask ``kernel.fits`` / ``kernel.why_not`` (a sweep keeps the non-fitting cells and masks them)."""
     facts, note = kernel.facts(gpu.sm)
-    tiles = kernel.resolve(gpu, shape, tiles)
+    given, tiles = tiles, kernel.resolve(gpu, shape, tiles)
+    notes = tuple(n for n in (note, kernel.resolution_note(given, tiles)) if n)
     launch = kernel.launch(shape, tiles, gpu.sm, regs=regs)
     c = kernel.counts(shape, tiles, facts)
 
@@ -84,4 +85,4 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
         warps_per_sm=np.minimum(bpsm, np.ceil(grid / gpu.sm_count)) * warps_per_block,
         traffic=mem, timing=t, ceilings=ceil, roofline_time_s=roof, companions=tuple(queued),
         path_costs=cal.path_basis(kernel.fit_key),
-        constants=cal.describe(kernel.fit_key, kernel.name), notes=(note,) if note else ())
+        constants=cal.describe(kernel.fit_key, kernel.name), notes=notes)
