@@ -1,6 +1,7 @@
 """The command line: output, --json keys, and one-line errors with exit code 2 for bad input."""
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -111,6 +112,19 @@ def test_malformed_yaml_is_one_line(tmp_path):
     p.write_text("name: [oops\n")
     code, out, _ = run(["predict", "--gpu", str(p), "--N", "64", "--Br", "16", "--Bc", "16"])
     assert code == 2 and out.strip().startswith("error: ") and "malformed YAML" in out and len(out.strip().splitlines()) == 1
+
+
+def test_a_measured_row_the_kernel_cannot_run_is_refused(tmp_path):
+    """A row whose tiles the kernel cannot run (no compiled instance: not a measurement of it) is a one-line error
+    naming its file and line, not a prediction scored against it."""
+    src = Path("examples/measurements/h100/fa2_tc.csv").read_text().splitlines()
+    cells = src[1].split(",")
+    cells[5] = "7"                                                  # Br
+    bad = tmp_path / "bad.csv"
+    bad.write_text("\n".join([src[0], src[1], ",".join(cells)]) + "\n")
+    code, out, _ = run(["validate", "--split", "all", str(bad)])
+    assert code == 2 and out.startswith("error: 1 of 2 fa2_tc rows cannot run") and f"{bad}, line 3" in out, out
+    assert "no compiled instance for Br=7" in out and len(out.strip().splitlines()) == 1
 
 
 def test_unreadable_yaml_is_one_line(tmp_path):

@@ -163,6 +163,16 @@ def row_predictions(ms: MeasurementSet, spec, cal):
         # a library picks its own tiles (a row's columns record the preset of the day it was measured)
         tiles = (kernel.library_tiles(shape, spec) if kernel.external
                  else kernel.Tiles.from_columns(ms.tile_columns(m)))
+        unfit = np.flatnonzero(~np.broadcast_to(kernel.fits(spec, shape, tiles), np.shape(shape.N)))
+        if unfit.size:
+            i = unfit[0]
+            one = lambda x: np.asarray(x).reshape(-1)[i].item() if np.ndim(x) else x
+            reason = kernel.why_not(spec, type(shape)(*(one(getattr(shape, f)) for f in AXES), shape.dtype,
+                                                      shape.causal),
+                                    type(tiles)(**{f: one(getattr(tiles, f)) for f in tiles.fields()}))
+            row = ms.rows[np.flatnonzero(m)[i]]
+            raise InputError(f"{unfit.size} of {len(ms)} {ms.kernel} rows cannot run on {spec.name} (first: "
+                             f"{row['_file']}, line {row['_line']}: {reason})")
         yield m, engine.evaluate(spec, kernel, shape, tiles, cal, regs=ms.regs(m))
 
 
