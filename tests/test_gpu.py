@@ -53,6 +53,16 @@ def test_user_file_is_accepted(tmp_path):
     assert s.sm_count == 66 and s.key == "g"
 
 
+def test_numbers_as_people_write_them(tmp_path):
+    """A compute capability written unquoted (9.0, or 9) and an exponent YAML 1.1 leaves a string (2e3) read as
+    the numbers they write."""
+    text = gpu.builtin_specs()["h100-sxm"].read_text().replace('compute_capability: "9.0"', "compute_capability: 9")
+    p = tmp_path / "g.yaml"
+    p.write_text(text.replace("clock_boost_mhz: 1980", "clock_boost_mhz: 2e3"))
+    s = gpu.load_spec_file(p)
+    assert s.sm == "sm_90" and s.clock_hz == 2e9
+
+
 @pytest.mark.parametrize("mutate,needle", [
     (lambda d: d.pop("sm_count"), "missing field 'sm_count'"),
     (lambda d: d.update(bogus_mhz=1), "unknown field 'bogus_mhz'"),
@@ -61,6 +71,8 @@ def test_user_file_is_accepted(tmp_path):
     (lambda d: d.update(dram_bw_gbps=-1), "field 'dram_bw_gbps' must be positive"),
     (lambda d: d.update(l2_bytes=0), "field 'l2_bytes' must be positive"),
     (lambda d: d.update(sources=[]), "field 'sources' must list at least one source"),
+    (lambda d: d.update(compute_capability="banana"), "field 'compute_capability' must be MAJOR.MINOR"),
+    (lambda d: d.update(clock_boost_mhz="fast"), "field 'clock_boost_mhz' must be float"),
 ])
 def test_validation_names_file_and_field(tmp_path, mutate, needle):
     data = _base()

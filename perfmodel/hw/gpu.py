@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -220,6 +221,14 @@ def _check(raw: object, where: str) -> dict:
                 raise InputError(f"{where}: missing field '{field}'")
             continue
         value = raw[field]
+        if typ is float and isinstance(value, str):
+            # YAML 1.1 reads an exponent without a dot and sign (1e12) as a string: take it as the number it writes
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        if field == "compute_capability" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = f"{value:.1f}"                        # written unquoted: 9.0 (or 9)
         if typ is float:
             ok = isinstance(value, (int, float)) and not isinstance(value, bool)
         elif typ is int:
@@ -241,6 +250,9 @@ def _check(raw: object, where: str) -> dict:
                 raise InputError(f"{where}: field '{field}' must be a list of strings")
             value = tuple(value)
         out[field] = value
+    if not re.fullmatch(r"[1-9][0-9]?\.[0-9]", out["compute_capability"]):
+        raise InputError(f"{where}: field 'compute_capability' must be MAJOR.MINOR (e.g. \"9.0\"), got "
+                         f"{out['compute_capability']!r}")
     if not out["sources"]:
         raise InputError(f"{where}: field 'sources' must list at least one source")
     _consistent(out, where)
