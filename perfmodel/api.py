@@ -103,6 +103,9 @@ def sweep(gpu="h100", kernel: str = DEFAULT, calibration=None, dtype=None, causa
     shape_probe = make_shape(1, 1, 1, 1, parse_dtype(kernel_dtype(k, dtype)), causal)
     k.check_shape(shape_probe)
     axes = {**{a: v for a, v in DEFAULT_SIZES.items()}, **{a: v for a, v in axes.items() if v is not None}}
+    empty = [a for a, v in axes.items() if np.size(v) == 0]
+    if empty:
+        raise InputError(f"{empty[0]}: no values to sweep")
     values = {a: [positive_int(a, x, lo=0 if a == "pad" else 1) for x in np.atleast_1d(v)] for a, v in axes.items()}
-    return sw.run(spec, k, load_calibration(spec, calibration), values, dtype=shape_probe.dtype, causal=bool(causal),
-                  explore=explore)
+    return sw.run(spec, k, load_calibration(spec, calibration), values, dtype=shape_probe.dtype,
+                  causal=shape_probe.causal, explore=explore)

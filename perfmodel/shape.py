@@ -85,7 +85,14 @@ def parse_dtype(dtype) -> str:
     return d
 
 
+def parse_causal(causal) -> bool:
+    """True or False (or 1 / 0); anything else, a string such as "no" included, is an error, not a truth value."""
+    if isinstance(causal, (bool, np.bool_)) or (isinstance(causal, (int, np.integer)) and causal in (0, 1)):
+        return bool(causal)
+    raise InputError(f"causal must be True or False, got {causal!r}")
+
+
 def make_shape(B, H, N, d, dtype="fp32", causal=False) -> AttentionShape:
     """A validated scalar shape."""
     sizes = {n: positive_int(n, v) for n, v in dict(B=B, H=H, N=N, d=d).items()}
-    return AttentionShape(**sizes, dtype=parse_dtype(dtype), causal=bool(causal))
+    return AttentionShape(**sizes, dtype=parse_dtype(dtype), causal=parse_causal(causal))

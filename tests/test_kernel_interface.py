@@ -70,6 +70,20 @@ def test_python_api_types():
     assert s.time_s[0, 0, i, 0, 1, 0, 0, 0] == pytest.approx(one.time_s, rel=1e-6)
 
 
+@pytest.mark.parametrize("call,needle", [
+    (lambda: api.predict("h100", "fa2_tc", N=1024, causal="no"), "causal must be True or False, got 'no'"),
+    (lambda: api.predict("h100", "fa2_tc", N=1024, causal=2), "causal must be True or False, got 2"),
+    (lambda: api.sweep("h100", "fa2_tc", N=[]), "N: no values to sweep"),
+    (lambda: api.sweep("h100", "fa2_tc", N=1024, causal="yes"), "causal must be True or False"),
+])
+def test_python_api_refuses_what_it_cannot_read(call, needle):
+    """No truth value read off a string (causal="no" was causal), no IndexError for an empty axis."""
+    with pytest.raises(InputError, match=needle):
+        call()
+    assert api.predict("h100", "fa2_tc", N=1024, causal=1).time_s == api.predict("h100", "fa2_tc", N=1024,
+                                                                                causal=True).time_s
+
+
 def test_spearman_agrees_with_scipy():
     stats = pytest.importorskip("scipy.stats")
     from perfmodel.evaluation.validate import spearman
