@@ -7,7 +7,7 @@
 #   scripts/gpu_run.sh STEP [MAX_SECONDS]
 #   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | offgrid-tc | offgrid2-tc | offgrid3-tc | offgrid4-tc | offgrid5-tc | offgrid6-tc | repeat-tc | clocked-tc | power-check | sdpa-fresh | head-start-check
 #         | ncu | ncu-tc | ncu-dram | ncu-dram-band | ncu-dram-band2 | ncu-dram-repeat | ncu-dram-repeat-tc | bench-tc | probe-pipes | probe-fill | probe-clock | probe-coresident | probe-crowd | probe-l2-reuse | probe-ldsm | lone-crowd
-#         | probe-wgmma | probe-wgmma-chain | probe-tensor-clock | probe-dispatch | probe-cold | probe-writeback | trace-tc | trace-tc-late | trace-tc-fair | trace-tc-phase | trace-tc-phase-cold | sdpa-kernels | sdpa-calls | ncu-stalls
+#         | probe-wgmma | probe-wgmma-chain | probe-tensor-clock | probe-dispatch | probe-cold | probe-writeback | trace-tc | trace-tc-late | trace-tc-fair | trace-tc-phase | trace-tc-phase-cold | trace-tc-short | sdpa-kernels | sdpa-calls | ncu-stalls
 #         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | ncu-tc-sass | ncu-tc-sass-full | probe-icache | probe-power | sass-sm89 | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
 #   power-check: long fa2_tc launches with the SM clock and power sampled (examples/grids/power-check.yaml)
 #   clocked-tc: time the whole fa2_tc grid with each run's SM clock measured (RUN=2: a second file)
@@ -142,6 +142,7 @@ case $step in
   trace-tc-fair) TRACE_SET=fair GPU_KEY=$gpu_key python3 scripts/trace_fa2_tc.py "$OUT/fa2_tc_trace_fair.json" ;;
   trace-tc-phase) TRACE_SET=phase GPU_KEY=$gpu_key python3 scripts/trace_fa2_tc.py "$OUT/fa2_tc_trace_phase.json" ;;
   trace-tc-phase-cold) TRACE_SET=phase-cold GPU_KEY=$gpu_key python3 scripts/trace_fa2_tc.py "$OUT/fa2_tc_trace_phase_cold.json" ;;
+  trace-tc-short) TRACE_SET=short GPU_KEY=$gpu_key python3 scripts/trace_fa2_tc.py "$OUT/fa2_tc_trace_short.json" ;;
   sdpa-kernels) python3 scripts/sdpa_kernels.py "$OUT/sdpa_kernels.json" ;;
   sdpa-calls) python3 scripts/sdpa_calls.py "$OUT/sdpa_calls.json" ;;
   sdpa-calls-splitkv) SDPA_CALLS_SET=splitkv python3 scripts/sdpa_calls.py "$OUT/sdpa_calls_splitkv.json" ;;

@@ -96,3 +96,37 @@ def test_flushed_a_later_round_costs_what_the_first_does_and_the_model_holds_bot
     assert np.abs(two).mean() < 0.045 and (np.abs(two) > 0.10).sum() <= 1 and np.abs(two).max() < 0.11
     later = np.array([o["model_round"] / o["round"] - 1 for o in cold.values()])
     assert later.mean() < -0.05
+
+
+trace_short = script("trace_short")
+
+
+def test_the_short_walk_record_is_whole_checked_and_flushed():
+    record = json.loads(trace_short.TRACE.read_text())
+    assert record["provenance"]["gpu_name"] == "NVIDIA H100 80GB HBM3"
+    traced = {trace_short.key(r)[:5] for r in record["runs"]}
+    assert traced == set(script("trace_fa2_tc").SHORT)
+    for r in record["runs"]:
+        assert r["l2_flushed"] and r["max_abs_err_vs_fp32_sdpa"] < 2e-3, r
+        rep = r["reps"][-1]
+        for i in range(len(rep["smid"])):
+            assert 0 < sum(rep[p][i] for p in trace_short.PHASES) <= rep["total_cycles"][i]
+
+
+def test_outside_the_blocks_spans_the_64_row_tile_launches_lose_more():
+    """The N = 333 picks that miss by more than 5% (docs/known-gaps.md): at one block a SM the traced blocks of
+    64x64/4w span less time than those of 128x128/4w, while the timed grid measures the 64x64/4w launch the longer.
+    What a timed launch holds beyond its traced span, over the one-round launches (B 1 and 2 of N = 333, B 1 of
+    N = 1000; fp16 and bf16), is 2.75-3.4 us for 128x128/4w and 3.9-5.5 us for 64x64/4w and 128x64/8w: a cost outside
+    the blocks (or of the trace build) that the model, one launch overhead for every instance, does not separate."""
+    runs = trace_short.compute()
+    for B in (1, 2):
+        big, small = runs[(B, 8, 333, 64, False, 128, 128, 4)], runs[(B, 8, 333, 64, False, 64, 64, 4)]
+        assert small["span_us"] < big["span_us"]
+        assert all(small["timed_us"][dt] > big["timed_us"][dt] for dt in ("fp16", "bf16"))
+    for N, B in ((333, 1), (333, 2), (1000, 1)):
+        outside = {t: min(v - runs[(B, 8, N, 64, False, *t)]["span_us"]
+                          for v in runs[(B, 8, N, 64, False, *t)]["timed_us"].values())
+                   for t in ((128, 128, 4), (64, 64, 4), (128, 64, 8))}
+        assert 2.5 <= outside[(128, 128, 4)] <= 3.5, outside
+        assert min(outside[(64, 64, 4)], outside[(128, 64, 8)]) >= outside[(128, 128, 4)] + 0.5, outside
