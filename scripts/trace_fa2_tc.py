@@ -17,9 +17,11 @@ a block costs beside its tiles where nothing overlaps its start and end. TRACE_S
 softmax, waiting for V and in PV: every instance at each blocks a SM from one to the measured build's, in grids of
 one and two rounds; the last of three launches' records is kept. TRACE_SET=phase-cold: the same, each launch after
 an L2 flush (as the timed grid's are). TRACE_SET=short: the phase build, each launch after an L2 flush, on the
-problems whose tile pick misses the measured best by more than 5% (SHORT, with the same heads over longer walks).
+problems whose tile pick misses the measured best by more than 5% (SHORT, with the same heads over longer walks),
+and each launch of the trace build and of the measured build timed interleaved (bench.Bencher.interleaved).
 """
 
+import dataclasses
 import os
 
 from perfmodel import api
@@ -158,10 +160,18 @@ def main(path):
                     reps[-1].update({k: t[:, 3 + i].tolist() for i, k in enumerate(PHASES)})
             if which == "phase":
                 reps = reps[-1:]            # the last launch's record (the phase records are large)
+            timed = {}
+            if which == "short":
+                # the trace build's launch alone (into the buffer set above) and the measured build's, timed
+                # interleaved as the timed grid's runs are (L2 flush, spins): what the trace build adds to a launch
+                main_ext = build.load()
+                timed = {k: dataclasses.asdict(t) for k, t in bench.Bencher(torch).interleaved({
+                    "trace_build": lambda: ext.fa2_tc_traced_again(Q, K, V, O, Br, Bc, w, causal, extra),
+                    "measured_build": lambda: main_ext.fa2_tc_forward(Q, K, V, O, Br, Bc, w, causal)}).items()}
             out["runs"].append({"B": B, "H": H, "N": N, "d": d, "Br": Br, "Bc": Bc, "warps": w, "causal": causal,
                                 "dtype": "fp16", "max_abs_err_vs_fp32_sdpa": err, "event_us": times, "reps": reps,
                                 **({} if bpsm is None else {"extra_smem": extra, "blocks_per_sm": bpsm}),
-                                **({"l2_flushed": True} if cold else {})})
+                                **({"l2_flushed": True} if cold else {}), **({"timed": timed} if timed else {})})
             span = max(reps[-1]["end_ns"]) / 1e3
             print(f"B{B} H{H} N{N} d{d} {Br}x{Bc}/{w}w causal={int(causal)}: {blocks} blocks, span {span:.1f} us, "
                   f"events {min(times):.1f} us, max err {err:.1e}", flush=True)

@@ -6,10 +6,10 @@
 Reads examples/measurements/h100/probe/fa2_tc_trace_short.json (`scripts/gpu_run.sh trace-tc-short`: the phase build,
 each launch after an L2 flush, on the problems of trace_fa2_tc.SHORT with their three measured tiles). Prints per
 launch the blocks' span (first start to last end, median of five launches), each block's warp 0 cycles a KV tile by
-phase (waiting for K, QK^T with the softmax, waiting for V, PV), its cycles outside the loop, and beside them the
-timed grid's median (examples/measurements/h100/fa2_tc.csv, fp16 and bf16) and the model's prediction. The trace
-build records clocks in its loop, and its event times hold a host copy of the trace pointer: its spans, not its
-event times, compare with the timed launches. Run from the repository root.
+phase (waiting for K, QK^T with the softmax, waiting for V, PV; causal blocks walk fewer tiles than the ceil(N / Bc)
+it divides by), its cycles outside the loop, the trace build's and the measured build's launches timed interleaved
+in the same run (L2 flush and spins as the timed grid's runs), and beside them the timed grid's median
+(examples/measurements/h100/fa2_tc.csv, fp16 and bf16) and the model's prediction. Run from the repository root.
 """
 import json
 import sys
@@ -52,6 +52,9 @@ def compute() -> dict:
             "per_tile": {p: float(np.median(rep[p])) / tiles for p in PHASES},
             "outside": float(np.median(np.asarray(rep["total_cycles"], float) - loop)),
             "timed_us": timed.get(k, {}),
+            # the trace build's launch and the measured build's, timed interleaved in the same run (fp16)
+            "trace_build_us": r["timed"]["trace_build"]["median_ms"] * 1e3,
+            "measured_build_us": r["timed"]["measured_build"]["median_ms"] * 1e3,
             "model_us": api.predict("h100", "fa2_tc", B=r["B"], H=r["H"], N=r["N"], d=r["d"], dtype="fp16",
                                     causal=r["causal"], Br=r["Br"], Bc=r["Bc"], warps=r["warps"]).time_s * 1e6}
     return out
@@ -63,4 +66,5 @@ if __name__ == "__main__":
         timed = " ".join(f"{dt} {t:6.2f}" for dt, t in sorted(v["timed_us"].items()))
         print(f"B{B} H{H} N{N} d{d} {'causal' if causal else 'full  '} {Br:3d}x{Bc:<3d}/{w}w: span {v['span_us']:5.1f} us"
               f" | a tile: wait K {pt['wait_k_cycles']:5.0f} S {pt['s_cycles']:5.0f} wait V {pt['wait_v_cycles']:4.0f}"
-              f" PV {pt['pv_cycles']:5.0f} | outside {v['outside']:5.0f} | timed {timed} | model {v['model_us']:6.2f}")
+              f" PV {pt['pv_cycles']:5.0f} | outside {v['outside']:5.0f} | trace build {v['trace_build_us']:6.2f}, "
+              f"measured build {v['measured_build_us']:6.2f} | timed {timed} | model {v['model_us']:6.2f}")

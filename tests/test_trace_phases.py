@@ -113,20 +113,18 @@ def test_the_short_walk_record_is_whole_checked_and_flushed():
             assert 0 < sum(rep[p][i] for p in trace_short.PHASES) <= rep["total_cycles"][i]
 
 
-def test_outside_the_blocks_spans_the_64_row_tile_launches_lose_more():
-    """The N = 333 picks that miss by more than 5% (docs/known-gaps.md): at one block a SM the traced blocks of
-    64x64/4w span less time than those of 128x128/4w, while the timed grid measures the 64x64/4w launch the longer.
-    What a timed launch holds beyond its traced span, over the one-round launches (B 1 and 2 of N = 333, B 1 of
-    N = 1000; fp16 and bf16), is 2.75-3.4 us for 128x128/4w and 3.9-5.5 us for 64x64/4w and 128x64/8w: a cost outside
-    the blocks (or of the trace build) that the model, one launch overhead for every instance, does not separate."""
+def test_the_n333_picks_turn_on_the_build_not_on_what_lies_outside_the_blocks():
+    """The N = 333 picks that miss by more than 5% (docs/known-gaps.md). Timed interleaved in one run, the measured
+    build reproduces the timed grid's order at one block a SM (64x64/4w 2-6% slower than 128x128/4w, as the grid's
+    fp16 rows), while the trace build of the same source (clock reads in its loop) orders the two the other way. Inside
+    one build both launches hold 3.7-4.4 us beyond their blocks' span, 64x64/4w's no more than 128x128/4w's (+0.1 us
+    at B1, -0.7 us at B2): the order is the compiled loop's, not a cost outside the blocks."""
     runs = trace_short.compute()
     for B in (1, 2):
         big, small = runs[(B, 8, 333, 64, False, 128, 128, 4)], runs[(B, 8, 333, 64, False, 64, 64, 4)]
-        assert small["span_us"] < big["span_us"]
-        assert all(small["timed_us"][dt] > big["timed_us"][dt] for dt in ("fp16", "bf16"))
-    for N, B in ((333, 1), (333, 2), (1000, 1)):
-        outside = {t: min(v - runs[(B, 8, N, 64, False, *t)]["span_us"]
-                          for v in runs[(B, 8, N, 64, False, *t)]["timed_us"].values())
-                   for t in ((128, 128, 4), (64, 64, 4), (128, 64, 8))}
-        assert 2.5 <= outside[(128, 128, 4)] <= 3.5, outside
-        assert min(outside[(64, 64, 4)], outside[(128, 64, 8)]) >= outside[(128, 128, 4)] + 0.5, outside
+        assert small["measured_build_us"] > big["measured_build_us"] and small["timed_us"]["fp16"] > big["timed_us"]["fp16"]
+        assert small["trace_build_us"] < big["trace_build_us"] and small["span_us"] < big["span_us"]
+        outside = [v["trace_build_us"] - v["span_us"] for v in (big, small)]
+        assert all(3.5 <= o <= 4.5 for o in outside) and outside[1] <= outside[0] + 0.2, outside
+    for v in runs.values():            # the measured build, interleaved, is the timed grid's launch (within 6%)
+        assert abs(v["measured_build_us"] / v["timed_us"]["fp16"] - 1) <= 0.06, v

@@ -26,6 +26,16 @@ static void fa2_tc_traced(torch::Tensor Q, torch::Tensor K, torch::Tensor V, tor
                      causal ? 1 : 0, (size_t)extra_smem, at::cuda::getCurrentCUDAStream());
 }
 
+// the launch alone, recording into the trace buffer fa2_tc_traced last set: what events around it time is the traced
+// kernel, without the host's copy of the pointer
+static void fa2_tc_traced_again(torch::Tensor Q, torch::Tensor K, torch::Tensor V, torch::Tensor O, int Br, int Bc,
+                                int warps, bool causal, int64_t extra_smem) {
+    const int B = Q.size(0), H = Q.size(1), N = Q.size(2), d = Q.size(3);
+    const int dtype = Q.scalar_type() == torch::kBFloat16 ? 1 : 0;
+    fa2_tc_launch_ex(Q.data_ptr(), K.data_ptr(), V.data_ptr(), O.data_ptr(), B, H, N, d, Br, Bc, warps, dtype,
+                     causal ? 1 : 0, (size_t)extra_smem, at::cuda::getCurrentCUDAStream());
+}
+
 // blocks of this build's instance that fit one SM with extra_smem unused bytes of dynamic shared memory each
 static int fa2_tc_traced_blocks_per_sm(int d, int Br, int Bc, int warps, int dtype, int64_t extra_smem) {
     return fa2_tc_max_blocks_per_sm(d, Br, Bc, warps, dtype, (size_t)extra_smem);
@@ -34,5 +44,6 @@ static int fa2_tc_traced_blocks_per_sm(int d, int Br, int Bc, int warps, int dty
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.attr("trace_words") = fa2tc::TRACE_WORDS;
     m.def("fa2_tc_traced", &fa2_tc_traced, "fa2_tc forward, recording each block's SM, start and end");
+    m.def("fa2_tc_traced_again", &fa2_tc_traced_again, "fa2_tc_traced's launch alone, into the buffer it last set");
     m.def("blocks_per_sm", &fa2_tc_traced_blocks_per_sm, "blocks per SM of this build's instance, with extra_smem");
 }
