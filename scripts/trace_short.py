@@ -22,10 +22,10 @@ sys.path.insert(0, str(ROOT))
 
 from perfmodel import api  # noqa: E402
 from perfmodel.evaluation import dataset  # noqa: E402
+from trace_phases import PHASES  # noqa: E402  (the KV loop's four phases a phase record holds)
 
 TRACE = ROOT / "examples" / "measurements" / "h100" / "probe" / "fa2_tc_trace_short.json"
 TIMED = ROOT / "examples" / "measurements" / "h100" / "fa2_tc.csv"
-PHASES = ("wait_k_cycles", "s_cycles", "wait_v_cycles", "pv_cycles")
 
 
 def key(r) -> tuple:
@@ -37,10 +37,11 @@ def compute() -> dict:
     timed_us: {dtype: the timed grid's median}, model_us}."""
     (ms,) = dataset.load([TIMED])
     timed = {}
-    for i, row in enumerate(ms.rows):
-        k = tuple(int(row[c]) for c in ("B", "H", "N", "d")) + (row["causal"] == "1",) + tuple(
-            int(row[c]) for c in ("Br", "Bc")) + (int(row["threads"]) // 32,)
-        timed.setdefault(k, {})[row["dtype"]] = float(ms.measured_s[i]) * 1e6
+    c = ms.cols
+    for i in range(len(ms)):
+        k = (*(int(c[a][i]) for a in ("B", "H", "N", "d")), bool(ms.causal[i]), int(c["Br"][i]), int(c["Bc"][i]),
+             int(c["threads"][i]) // 32)
+        timed.setdefault(k, {})[str(ms.dtype[i])] = float(ms.measured_s[i]) * 1e6
     out = {}
     for r in json.loads(TRACE.read_text())["runs"]:
         rep = r["reps"][-1]
