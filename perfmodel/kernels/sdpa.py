@@ -309,10 +309,11 @@ class SDPAFlash(_SDPA):
         return fa2_preset(d, causal, sm, optin, per_sm)
 
     def resolution_note(self, given, used):
-        fields = [np.asarray(x) for x in (used.splits, given.Br, given.Bc, given.warps, used.Br, used.Bc, used.warps)]
-        if any(x.size != 1 for x in fields) or fields[0].item() <= 1:       # a sweep's arrays, or no split
-            return None
-        splits, asked, ran = fields[0].item(), tuple(x.item() for x in fields[1:4]), tuple(x.item() for x in fields[4:])
+        tiles = lambda t: [np.asarray(getattr(t, f)) for f in ("Br", "Bc", "warps")]
+        splits = np.asarray(used.splits)
+        if any(x.size != 1 for x in [splits, *tiles(given), *tiles(used)]) or splits.item() <= 1:
+            return None                                                     # a sweep's arrays, or no split
+        splits, asked, ran = splits.item(), *(tuple(x.item() for x in tiles(t)) for t in (given, used))
         return (f"{self.name}: the grid is small, so PyTorch runs FlashAttention's split-KV kernel with {splits} "
                 f"splits and its own tiles {ran[0]}x{ran[1]}/{ran[2]}w"
                 + (f" (not {asked[0]}x{asked[1]}/{asked[2]}w)" if asked != ran else ""))
