@@ -44,6 +44,9 @@ import torch.nn.functional as F  # noqa: E402
 
 from perfmodel.measure import build, runner  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts"))
+import sass_loops  # noqa: E402
+
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 # Relative Frobenius error limits. Observed (H100): fp16 ~4e-4, bf16 ~3e-3 (P rounded to the input dtype before
 # PV, and O rounded on output); the limits leave ~4x room and still fail any indexing or masking error. They are
@@ -344,30 +347,15 @@ def table(rows) -> str:
     return "\n".join(out)
 
 
-SASS_NAME = re.compile(r"fa2_tc_kernelI(6__half|13__nv_bfloat16)Li(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E")
-ENCODING = re.compile(r"^\s*/\* 0x[0-9a-f]{16} \*/\s*$")
-
-
 def mode_sass(ext, sass_path: Path, summary_path: Path, keep_ds=(64, 128)) -> None:
     """cuobjdump the built extension; write the fp16 fa2_tc kernels of head dims keep_ds (encodings stripped) and
     an opcode histogram of every fa2_tc kernel."""
     so = ext.__file__
     txt = subprocess.run(["cuobjdump", "--dump-sass", so], capture_output=True, text=True, timeout=300).stdout
-    funcs, cur = {}, None
-    for line in txt.splitlines():
-        if "Function : " in line:
-            name = line.split("Function : ")[1].strip()
-            cur = name if SASS_NAME.search(name) else None
-            if cur:
-                funcs[cur] = []
-            continue
-        if cur is None or ENCODING.match(line):
-            continue
-        if line.strip().startswith(".") or line.strip().startswith("/*"):
-            funcs[cur].append(re.sub(r"\s*/\* 0x[0-9a-f]{16} \*/\s*$", "", line.rstrip()))
-    summary, keep = [], []
+    funcs = sass_loops.fa2_tc_functions(txt)
+    summary = []
     for name, lines in funcs.items():
-        m = SASS_NAME.search(name)
+        m = sass_loops.FA2TC_NAME.search(name)
         dt = "fp16" if m.group(1) == "6__half" else "bf16"
         d, br, bc, w = (int(m.group(i)) for i in range(2, 6))
         ops = {}
@@ -377,14 +365,7 @@ def mode_sass(ext, sass_path: Path, summary_path: Path, keep_ds=(64, 128)) -> No
                 ops[mm.group(2)] = ops.get(mm.group(2), 0) + 1
         summary.append({"d": d, "Br": br, "Bc": bc, "warps": w, "dtype": dt, "instructions": sum(ops.values()),
                         "opcodes": dict(sorted(ops.items(), key=lambda kv: -kv[1]))})
-        if dt == "fp16" and d in keep_ds:
-            keep.append((d, br, bc, w, name, lines))
-    with sass_path.open("w") as f:
-        f.write(f"// cuobjdump --dump-sass {Path(so).name}: the fp16 fa2_tc kernels, d in {list(keep_ds)}; "
-                f"encodings stripped. Instance (d, Br, Bc, warps) before each function.\n")
-        for d, br, bc, w, name, lines in sorted(keep):
-            f.write(f"\n// ==== fa2_tc fp16 d={d} Br={br} Bc={bc} warps={w}\n\t\tFunction : {name}\n")
-            f.write("\n".join(lines) + "\n")
+    sass_loops.write_fa2_tc_listing(funcs, sass_path, f"cuobjdump --dump-sass {Path(so).name}", keep_ds)
     summary_path.write_text(json.dumps(sorted(summary, key=lambda r: (r["dtype"], r["d"], r["Br"], r["Bc"],
                                                                       r["warps"])), indent=1) + "\n")
     print(f"sass: {len(funcs)} fa2_tc kernels; wrote {sass_path} and {summary_path}", flush=True)

@@ -41,6 +41,42 @@ def loops(path) -> dict:
     return out
 
 
+FA2TC_NAME = re.compile(r"fa2_tc_kernelI(6__half|13__nv_bfloat16)Li(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E")
+ENCODING = re.compile(r"^\s*/\* 0x[0-9a-f]{16} \*/\s*$")
+
+
+def fa2_tc_functions(dump: str) -> dict:
+    """cuobjdump --dump-sass text -> {function name: its listing lines, encodings stripped}, fa2_tc's kernels only."""
+    funcs, cur = {}, None
+    for line in dump.splitlines():
+        if "Function : " in line:
+            name = line.split("Function : ")[1].strip()
+            cur = name if FA2TC_NAME.search(name) else None
+            if cur:
+                funcs[cur] = []
+            continue
+        if cur is None or ENCODING.match(line):
+            continue
+        if line.strip().startswith(".") or line.strip().startswith("/*"):
+            funcs[cur].append(re.sub(r"\s*/\* 0x[0-9a-f]{16} \*/\s*$", "", line.rstrip()))
+    return funcs
+
+
+def write_fa2_tc_listing(funcs: dict, path, title: str, keep_ds=(64, 128)) -> None:
+    """The fp16 instances of head dims ``keep_ds``, each after a line naming it (d, Br, Bc, warps)."""
+    keep = []
+    for name, lines in funcs.items():
+        m = FA2TC_NAME.search(name)
+        if m.group(1) == "6__half" and int(m.group(2)) in keep_ds:
+            keep.append(tuple(int(m.group(i)) for i in range(2, 6)) + (name, lines))
+    with open(path, "w") as f:
+        f.write(f"// {title}: the fp16 fa2_tc kernels, d in {list(keep_ds)}; encodings stripped. Instance (d, Br, Bc, "
+                f"warps) before each function.\n")
+        for d, br, bc, w, name, lines in sorted(keep):
+            f.write(f"\n// ==== fa2_tc fp16 d={d} Br={br} Bc={bc} warps={w}\n\t\tFunction : {name}\n")
+            f.write("\n".join(lines) + "\n")
+
+
 def overhead(path, start: int) -> int:
     """Instructions of the loop at ``start`` beyond the COUNTED ones."""
     n, c = loops(path)[start]
