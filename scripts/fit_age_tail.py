@@ -60,16 +60,9 @@ def compute() -> dict:
     """(set, gpu, kernel) -> {form: scores}; "age_tail" -> {form: fa2_tc's age_tail on the H100}."""
     cals = calibrations()
     out = {}
-    for name in ("committed", *OFFGRID):
-        for gpu in ("h100", "h200"):
-            spec = api.load_gpu(gpu)
-            for kernel in ("fa2_tc", "sdpa-flash"):
-                suffix = "" if name == "committed" else f".{name}"
-                (ms,) = dataset.load([M / gpu / f"{kernel}{suffix}.csv"])
-                held = (validate.split_mask(ms, "test")
-                        if (name, gpu, kernel) == ("committed", "h100", "fa2_tc") else None)
-                out[(name, gpu, kernel)] = {form: score(ms, validate.predict_set(ms, spec, c)[0], held)
-                                            for form, c in cals[gpu].items()}
+    for name, gpu, kernel, spec, ms, held in ranking_oracles.scored_sets(("committed", *OFFGRID)):
+        out[(name, gpu, kernel)] = {form: score(ms, validate.predict_set(ms, spec, c)[0], held)
+                                    for form, c in cals[gpu].items()}
     out["age_tail"] = {form: c.path_costs("fa2_tc")["age_tail"] for form, c in cals["h100"].items()}
     return out
 

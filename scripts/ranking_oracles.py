@@ -79,6 +79,22 @@ def clock_factor(ms, boost_mhz: float) -> np.ndarray:
     return np.where(ms.measured_s > LONG_S, np.minimum(spin, boost_mhz) / boost_mhz, 1.0)
 
 
+def scored_sets(names, kernels=("fa2_tc", "sdpa-flash")):
+    """(set, gpu, kernel, spec, measurements, rows scored) for each set of ``names`` ("committed": the grids'
+    datasets; "offgridN": the off-grid sets) on the H100 and the H200: the rows held out from fitting for fa2_tc's
+    committed H100 set, every row (None) elsewhere."""
+    m = ROOT / "examples" / "measurements"
+    for name in names:
+        for gpu in ("h100", "h200"):
+            spec = api.load_gpu(gpu)
+            for kernel in kernels:
+                suffix = "" if name == "committed" else f".{name}"
+                (ms,) = dataset.load([m / gpu / f"{kernel}{suffix}.csv"])
+                held = (validate.split_mask(ms, "test")
+                        if (name, gpu, kernel) == ("committed", "h100", "fa2_tc") else None)
+                yield name, gpu, kernel, spec, ms, held
+
+
 def score(ms, pred, held_out) -> dict:
     """Held-out Spearman over tiles and MAPE; over every problem, how often the pick is the fastest and within 5%."""
     groups = ms.problems()

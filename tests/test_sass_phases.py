@@ -2,12 +2,15 @@
 measured build (sm_90, the H100's listing; sm_89, built for it on the development toolchain) the V wait comes after
 QK^T's MMAs and before the softmax's first exponential, and the next K's copies after its last, so neither load is
 in flight during the softmax. The phase-trace build's clock reads, which wait on the row sums, keep the source's
-order: there the softmax runs before the V wait."""
+order: there the softmax runs before the V wait. The model keeps the source's order (the compiled one, priced and
+refitted, was not shipped); the switch that prices the compiled order works."""
 from pathlib import Path
 
+import numpy as np
 import pytest
 from util import script
 
+from perfmodel import api
 from perfmodel.kernels import get
 from perfmodel.kernels.fa2_tc import INSTANCES
 from perfmodel.shape import make_shape
@@ -49,3 +52,26 @@ def test_the_steady_path_leaves_the_mask_out():
     scores = 4 * 64 // 8
     assert sum(op.startswith("FSEL") for op in path) < sum(op.startswith("FSEL") for op in body) - scores
     assert sum(op.startswith("HMMA") for op in path) == 64 and sum(op.startswith("MUFU") for op in path) == 34
+
+
+def test_the_model_keeps_the_source_order_and_can_price_the_compiled_one():
+    """fa2_tc is priced in its source's order (the compiled order, refitted, crossed recorded bounds on data no fit
+    had seen: docs/known-gaps.md, scripts/try_compiled_order.py); the switch reaches its counts, and with the
+    softmax in no load's phase a lone block whose loads miss waits longer."""
+    fa2_tc, flash = get("fa2_tc"), get("sdpa-flash")
+    assert fa2_tc.softmax_overlaps_load is True
+    shape = make_shape(B=1, H=8, N=1000, d=64, dtype="fp16", causal=False)
+    tiles = fa2_tc.Tiles(Br=64, Bc=64, warps=4)
+    facts = fa2_tc.facts("sm_90")[0]
+    assert np.all(np.asarray(fa2_tc.head_counts(shape, tiles, facts).softmax_overlaps_load) == 1)
+    assert np.all(np.asarray(flash.head_counts(shape, flash.default_tiles(shape), flash.facts("sm_90")[0])
+                             .softmax_overlaps_load) == 1)
+    source = api.predict("h100", "fa2_tc", B=1, H=8, N=1000, d=64, dtype="fp16", Br=64, Bc=64, warps=4).time_s
+    try:
+        fa2_tc.softmax_overlaps_load = False
+        assert np.all(np.asarray(fa2_tc.head_counts(shape, tiles, facts).softmax_overlaps_load) == 0)
+        compiled = api.predict("h100", "fa2_tc", B=1, H=8, N=1000, d=64, dtype="fp16", Br=64, Bc=64,
+                               warps=4).time_s
+    finally:
+        fa2_tc.softmax_overlaps_load = True
+    assert float(compiled) > float(source) * 1.01

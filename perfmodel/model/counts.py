@@ -125,9 +125,13 @@ class Counts:
     # them; 0: no load overlaps a phase (timing: a load that misses L2 then costs its flat load_miss).
     # ``gemm_phase_share``: the share of the warp's own tensor and shared-memory work a step in the phase that holds
     # one GEMM alone (half: fa2_tc's PV, which its next K load overlaps; FlashAttention-2's QK^T, which its V load
-    # overlaps); the other load's phase holds the rest of the step (the other GEMM and the softmax)
+    # overlaps); the other load's phase holds the rest of the step (the other GEMM and the softmax).
+    # ``softmax_overlaps_load``: 1 as the sources order it, the softmax in one load's phase; 0: in neither, each
+    # load's phase its GEMM alone, as fa2_tc's compiled loop has it (scripts/sass_phases.py; not shipped: docs/
+    # known-gaps.md, scripts/try_compiled_order.py)
     load_steps: object = 0
     gemm_phase_share: object = 0
+    softmax_overlaps_load: object = 1
     # the warps a scheduler must hold (of the last round's blocks, two or more of them) before co-resident blocks
     # stop sharing their SM evenly and split it in the schedulers' age order, the youngest ending last (timing: the
     # age-ordered tail, a kernel's fit ``age_tail``); 0: they share it evenly
@@ -136,7 +140,7 @@ class Counts:
     # fields that describe the launch's blocks, not amounts: they neither add (the larger holds) nor scale
     RATIOS = ("block_spread", "head_blocks", "block_step", "launches", "queued_ops", "burst_sharers",
               "later_miss_share", "sched_rows", "code_once_kib", "code_loop_kib", "load_steps", "gemm_phase_share",
-              "age_split_warps")
+              "softmax_overlaps_load", "age_split_warps")
     # amounts per head or per block: a launch's counts keep them as one head's (Kernel.counts)
     UNSCALED = ("reuse_live_bytes", "burst_own_bytes", "burst_kv_bytes")
 

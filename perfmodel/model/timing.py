@@ -305,7 +305,8 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     # step's DRAM time). A phase lasts its share of the block's tile at the pace of the round (the tile time of
     # ``r_full`` blocks without their loads): beside other blocks the phases stretch and the latency hides. One
     # load's phase holds one GEMM alone (``gemm_phase_share`` of the warp's own tensor and shared-memory work a step)
-    # and one barrier; the other load's, the rest of the step. The other misses (a block's first tiles, whose wait
+    # and one barrier; the other load's, the rest of the step (or the other GEMM alone: Counts.softmax_overlaps_load).
+    # The other misses (a block's first tiles, whose wait
     # the prologue's round trip and the burst hold, and a causal block's diagonal tiles) keep the flat cost, as does
     # every miss without a fitted latency or of a kernel whose loads overlap no phase.
     t_full = thr_cycles(r_full)                  # a full round's SM resources (the rounds below share them)
@@ -318,7 +319,9 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         g_frac = np.clip(gemm / np.maximum(lat0 / per, 1), 0, 1)
         tile = join(t_full, lat0, r_full) / per
         latency = f32(costs["miss_latency"])
-        left = sum(np.maximum(in_step_cost, latency - tile * part) for part in (1 - g_frac, g_frac)) / 2
+        # the other load's phase: the rest of the step, or its own GEMM alone where the softmax overlaps no load
+        other = np.where(np.asarray(c.softmax_overlaps_load, dtype=bool), 1 - g_frac, g_frac)
+        left = sum(np.maximum(in_step_cost, latency - tile * part) for part in (other, g_frac)) / 2
         in_step_wait = np.where(steps > 0, left, in_step_cost).astype(f32)
 
     def block_path(hits, misses, in_step):
