@@ -6,8 +6,8 @@ reads, from a cuobjdump listing, the loop's steady-state path (the longest backw
 which the first two-predicate branch skips, left out) and reports, in program order, where the V wait (the second
 DEPBAR), the softmax's MUFU.EX2 and the next K's cp.async (LDGSTS after the V wait) lie. The warp issues in order,
 so a MUFU after the V wait cannot run while V is in flight, and one before the next K's copies not while K is.
-perfmodel/kernels/fa2_tc.py (ArchFacts.softmax_overlaps_load) states what the measured build's listings show;
-tests/test_sass_phases.py checks it against the committed listings.
+tests/test_sass_phases.py checks the committed listings. The model keeps the source's order
+(FA2TC.softmax_overlaps_load); scripts/try_compiled_order.py scores the compiled one, which was not shipped.
 
 Usage:
   python3 scripts/sass_phases.py LISTING.sass [...]          the order, per instance
@@ -103,7 +103,8 @@ def build(kind: str, out: Path) -> None:
         subprocess.run(cmd, check=True)
         dump = subprocess.run(["cuobjdump", "--dump-sass", str(cubin)], check=True, capture_output=True,
                               text=True).stdout
-    title = f"{' '.join(['nvcc'] + cmd[1:2] + ['fa2_tc.cubin'] + cmd[4:-1])} perfmodel/kernels/csrc/fa2_tc.cu; cuobjdump --dump-sass"
+    flags = " ".join(["nvcc", "-cubin", "fa2_tc.cubin"] + cmd[4:-1])
+    title = f"{flags} perfmodel/kernels/csrc/fa2_tc.cu; cuobjdump --dump-sass"
     sass_loops.write_fa2_tc_listing(sass_loops.fa2_tc_functions(dump), out, title)
     print(f"wrote {out}")
 
