@@ -16,8 +16,6 @@ import dataclasses
 import sys
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -48,20 +46,12 @@ def calibrations() -> dict:
             for gpu, c in (("h100", cal), ("h200", cal200))}
 
 
-def score(ms, pred, held_out=None) -> dict:
-    """fa2_tc: ranking_oracles.score (Spearman over tiles and MAPE on ``held_out``, default every row; the picks
-    over every problem); a library kernel: MAPE over every row."""
-    if ms.kernel == "fa2_tc":
-        return ranking_oracles.score(ms, pred, np.ones(len(ms), bool) if held_out is None else held_out)
-    return {"mape": float(np.mean(np.abs(pred / ms.measured_s - 1)) * 100)}
-
-
 def compute() -> dict:
     """(set, gpu, kernel) -> {form: scores}; "age_tail" -> {form: fa2_tc's age_tail on the H100}."""
     cals = calibrations()
     out = {}
     for name, gpu, kernel, spec, ms, held in ranking_oracles.scored_sets(("committed", *OFFGRID)):
-        out[(name, gpu, kernel)] = {form: score(ms, validate.predict_set(ms, spec, c)[0], held)
+        out[(name, gpu, kernel)] = {form: ranking_oracles.set_score(ms, validate.predict_set(ms, spec, c)[0], held)
                                     for form, c in cals[gpu].items()}
     out["age_tail"] = {form: c.path_costs("fa2_tc")["age_tail"] for form, c in cals["h100"].items()}
     return out

@@ -105,6 +105,14 @@ def score(ms, pred, held_out) -> dict:
             "best": hits / len(slow), "within_5": float(np.mean(slow <= 0.05)), "bad_picks": int(np.sum(slow > 0.05))}
 
 
+def set_score(ms, pred, held_out=None) -> dict:
+    """A scored_sets entry's scores: fa2_tc, ``score`` (``held_out``: None for every row); a library kernel, its MAPE
+    over every row."""
+    if ms.kernel == "fa2_tc":
+        return score(ms, pred, np.ones(len(ms), bool) if held_out is None else held_out)
+    return {"mape": float(np.mean(np.abs(pred / ms.measured_s - 1)) * 100)}
+
+
 def with_tail(cal, share: float):
     """``cal`` with fa2_tc's age-ordered tail (the FIT_PARAM ``age_tail``) at ``share``: its other costs as they are."""
     fit = cal.path_fits["fa2_tc"]
