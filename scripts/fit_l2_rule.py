@@ -62,6 +62,7 @@ def load_rows(files, gpu_key="h100"):
             out.append(dict(file=str(path.relative_to(MEAS)), index=i, kernel=kernel, row=r, counts=p.counts,
                             heads=shape.heads, grid=int(np.asarray(p.launch.grid_blocks)),
                             bpsm=int(np.asarray(p.blocks_per_sm)), sm=spec.sm_count, l2=spec.l2_bytes,
+                            l2_shared=cal.l2_shared_bytes or None,
                             fp=footprint(r) / L2_NOMINAL,
                             measured=float(r["dram__bytes_read.sum"]) + float(r["dram__bytes_write.sum"])))
     return out
@@ -76,12 +77,13 @@ def stack(rows):
     fields = ("dram_read_once", "dram_read_reuse", "dram_write_once", "dram_write_reuse", "reuse_live_bytes")
     c = Counts(**{f: np.array([float(np.asarray(getattr(x["counts"], f))) for x in rows]) for f in fields})
     arr = lambda k: np.array([x[k] for x in rows])
-    return c, arr("heads"), arr("grid"), arr("bpsm"), rows[0]["sm"], rows[0]["l2"], arr("measured")
+    return (c, arr("heads"), arr("grid"), arr("bpsm"), rows[0]["sm"], rows[0]["l2"], rows[0]["l2_shared"],
+            arr("measured"))
 
 
 def errors(st, rule):
-    c, heads, grid, bpsm, sm, l2, measured = st
-    t = memory.traffic(c, heads, grid, bpsm, sm, l2, rule)
+    c, heads, grid, bpsm, sm, l2, l2_shared, measured = st
+    t = memory.traffic(c, heads, grid, bpsm, sm, l2, rule, l2_shared_bytes=l2_shared)
     return np.asarray(t.dram_bytes, dtype=float) / measured - 1
 
 

@@ -10,9 +10,7 @@ Run under Nsight Compute, which flushes L2 before each launch and counts its DRA
 then, anywhere:
   python3 scripts/probe_l2_reuse.py join NCU.csv CONFIGS.json OUT.json
 A launch's re-use misses: (DRAM bytes read - the buffer's first touch - the streamed bytes) / (passes - 1) / buffer."""
-import csv
 import json
-import sys
 
 SIZES_MB = (8, 16, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60, 64, 68, 72, 80, 96, 128)
 MODES = {"read": (False, 0.0), "rewrite": (True, 0.0), "rewrite_stream": (True, 0.25)}
@@ -52,13 +50,10 @@ def launch(configs_path):
 
 def join(ncu_csv, configs_path, out_path):
     """Match the profiled launches (in order) to the configurations; the re-use miss share of each."""
-    lines = [line for line in open(ncu_csv) if line.startswith('"')]
-    rows = list(csv.reader(lines))
-    header, data = rows[0], rows[2:]
-    rec = json.load(open(configs_path))
+    from perfmodel.measure import probe
+
+    header, data, rec = probe.ncu_launches(ncu_csv, configs_path, "probe_l2_reuse")
     cs = rec["configs"]
-    if len(data) != len(cs):
-        sys.exit(f"probe_l2_reuse: {len(data)} profiled launches for {len(cs)} configurations")
     runs = []
     for c, r in zip(cs, data):
         m = {k: float(r[header.index(k)].replace(",", "")) for k in METRICS if k in header}
@@ -74,9 +69,6 @@ def join(ncu_csv, configs_path, out_path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "launch":
-        launch(sys.argv[2])
-    elif len(sys.argv) == 5 and sys.argv[1] == "join":
-        join(*sys.argv[2:])
-    else:
-        sys.exit(__doc__)
+    from perfmodel.measure import probe
+
+    probe.ncu_probe_main(launch, join, __doc__)

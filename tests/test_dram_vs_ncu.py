@@ -197,13 +197,14 @@ def h200_errors(kernel):
 
 @pytest.mark.parametrize("kernel", ("fa2", "fa2_tc"))
 def test_h200_dram_bytes_within_10_percent_of_ncu_from_quarter_to_6x_l2(kernel):
-    """Held out on a second GPU: the H100's sweep run on the H200 spans 0.21x to 6.7x of its larger L2. One fa2_tc
-    launch misses 10% since the cross-wave ramp: a single head of N = 32768, d = 256 (its blocks span two waves)
-    reads its K/V twice in full on both GPUs, where the ramp, at the H200's larger L2, gives 75% of a second read
-    (-11%; ncu/repeat-tc repeats it to 0.2%)."""
+    """Held out on a second GPU: the H100's sweep run on the H200 spans 0.21x to 6.7x of its larger L2. Every
+    launch within 10%. A single head of N = 32768, d = 256 (its blocks span two waves) reads its K/V twice in full
+    on both GPUs; while the cross-wave ramp scaled with the device's L2 it gave the H200 75% of a second read
+    (-11%). It scales with the room L2 gives lines every block re-reads (the shared-read probe: 1.09x the H100's,
+    not 1.2x), which puts that launch at -6.4%."""
     errs = [e for x, e in h200_errors(kernel) if 0.25 <= x <= 8]
     assert len(errs) >= 10
-    assert sum(abs(e) > 0.10 for e in errs) <= (1 if kernel == "fa2_tc" else 0) and max(abs(e) for e in errs) <= 0.12
+    assert max(abs(e) for e in errs) <= 0.10
 
 
 BAND_DIR = ncu_dirs("band")
@@ -304,11 +305,12 @@ def test_fa2_tc_cross_wave_rereads_repeat_and_are_held_out():
     identical launches move the same bytes (within 3.5% of one another, most within 1%), so the rule is held to each
     row. They re-read up to 1.16 times a head's K/V per wave crossing (8 heads of N = 32768, d = 128: 1.47x their
     compulsory bytes), which no geometric fade of the crossings allowed (the committed fade of 0.85 put that launch
-    14% low); the cross-wave ramp (memory.L2Rule.cross_*), fitted on the training split, holds all 34 H100 rows and
-    32 of 34 H200 rows within 10% (the other two: the single head of N = 32768, d = 256, at -11%)."""
+    14% low); the cross-wave ramp (memory.L2Rule.cross_*), fitted on the training split, holds all 34 H100 rows and,
+    in units of the room each GPU's L2 gives widely shared lines (the shared-read probe), all 34 H200 rows within
+    10% (32 while it scaled with the device's L2: the single head of N = 32768, d = 256, at -11%)."""
     from collections import defaultdict
 
-    for g, need in (("h100", 34), ("h200", 32)):
+    for g, need in (("h100", 34), ("h200", 34)):
         env = (ncu_dirs("repeat-tc")[g] / "env.txt").read_text()
         assert "ncu-dram-repeat-tc" in env and "580." in env and "date:" in env
         by_config, errs = defaultdict(list), []
@@ -322,4 +324,4 @@ def test_fa2_tc_cross_wave_rereads_repeat_and_are_held_out():
         spread = [max(v) / min(v) - 1 for v in by_config.values()]
         assert len(by_config) == 7 and max(spread) < 0.04
         errs = np.abs(errs)
-        assert (errs <= 0.10).sum() >= need and errs.max() <= 0.12
+        assert (errs <= 0.10).sum() >= need and errs.max() <= 0.10

@@ -299,6 +299,33 @@ def block_times(smid, start_ns, end_ns) -> dict:
     return {"smid": list(smid), "start_ns": [x - base for x in start_ns], "end_ns": [x - base for x in end_ns]}
 
 
+def ncu_launches(ncu_csv, configs_path, name: str):
+    """A probe run under Nsight Compute (``--csv --page raw``), one launch per configuration in order: the CSV's
+    header, its launches' rows, and the configuration record (``configs``: one per launch). A count that does not
+    match exits with a line naming the probe ``name``."""
+    import csv
+    import json
+
+    lines = [line for line in open(ncu_csv) if line.startswith('"')]
+    rows = list(csv.reader(lines))
+    header, data = rows[0], rows[2:]
+    rec = json.load(open(configs_path))
+    if len(data) != len(rec["configs"]):
+        sys.exit(f"{name}: {len(data)} profiled launches for {len(rec['configs'])} configurations")
+    return header, data, rec
+
+
+def ncu_probe_main(launch, join, usage: str) -> None:
+    """The entry point of a probe run in two steps (scripts/probe_l2_reuse.py, probe_l2_share.py): ``launch
+    CONFIGS.json`` under Nsight Compute, then ``join NCU.csv CONFIGS.json OUT.json`` anywhere; else ``usage``."""
+    if len(sys.argv) == 3 and sys.argv[1] == "launch":
+        launch(sys.argv[2])
+    elif len(sys.argv) == 5 and sys.argv[1] == "join":
+        join(*sys.argv[2:])
+    else:
+        sys.exit(usage)
+
+
 def script_setup():
     """What a probe script (scripts/probe_*.py) starts from: torch, the toolchain record, the built extension, the SM
     count and a zeroed int64 buffer of one entry per SM on the GPU (each block's clock64 span)."""

@@ -31,10 +31,14 @@ NCU_METRICS=dram):
      all.
    * *across the blocks of a head* (fa2, fa2_tc, SDPA: every Q-tile block reads all of K and V): blocks of a head
      that run together share each fetch, so re-reads reach DRAM only where the dispatch order cuts a head between
-     two waves of resident blocks (``crossings``); the distance is a wave's traffic: the live heads' K and V (held
-     in both partitions: ``1 + shared_copy`` times) and every resident block's own tiles. These re-reads have a
-     ramp of their own, far softer than the re-use inside a block (``cross_all`` to ``cross_none``: 0.5x to 1.45x
-     L2): the blocks of a head that re-read a tile start over a spread of times, so their distances spread too.
+     two waves of resident blocks (``crossings``); the distance is a wave's traffic: the live heads' K and V
+     (``1 + shared_copy`` times: a line many blocks re-read takes more room than one a single block does) and every
+     resident block's own tiles. These re-reads have a ramp of their own, far softer than the re-use inside a block
+     (``cross_all`` to ``cross_none``: 0.5x to 1.45x L2 on the H100): the blocks of a head that re-read a tile start
+     over a spread of times, so their distances spread too. The ramp's unit is the room L2 gives lines every block
+     re-reads (the shared-read probe, scripts/probe_l2_share.py: half of them miss at 27.1 MiB on the H100, 29.4 MiB
+     on the H200, 0.54x and 0.49x of their L2s, whichever SMs read them; one block's lines at 41.5 and 48.1 MiB):
+     on a GPU with a calibrated ``l2_shared_bytes`` the ramp's L2 is that over ``shared_room`` (the H100's share).
      The k-th crossing misses ``wave_fade**(k-1)`` as often as the first (0.95: nearly alike). ncu: fa2_tc d=256
      at N=32768 (32 MB of K/V per head) re-reads all K/V once per crossing; 8 heads of N=32768, d=128 1.1 times a
      head's K/V per crossing over 7, repeatable to 2% (``repeat-tc/``); d=128 at N=16384 0.5-0.7 of it.
@@ -52,14 +56,15 @@ L2's size identical launches differ by up to 2.4x, below). On it: 55 of 61 rows 
 the older H100 ncu rows in that range (fa2 0.9%, fa2_tc 2.6% at worst; fa1's one row off by 20% repeats a sweep
 configuration, and the two runs differ by 15%), fa2's and fa2_tc's band between the sweep's rows (``band2/``:
 27 of 27 within 10%, worst 8.8%), fa2_tc's long-N launches repeated (``repeat-tc/``: 34 of 34) and every H200
-row (its sweep: fa2 within 10%, fa2_tc all but a single head of N=32768, d=256 at -11%, fa1 12 of 14; fa1's
-band: 10 of 21 within 10%, mean 10.3%, worst 30%; fa2's and fa2_tc's band: 27 of 27; the repeats 32 of 34,
-the other two that head). The cross-wave ramp's form was chosen after the band and repeated rows had shown the
+row (its sweep: fa2 and fa2_tc within 10%, fa1 12 of 14; fa1's band: 10 of 21 within 10%, mean 10.3%, worst
+30%; fa2's and fa2_tc's band: 27 of 27; the repeats 34 of 34. While the cross-wave ramp scaled with the device's
+L2, a single head of N=32768, d=256 sat at -11% on the H200: it reads its K/V twice in full on both GPUs, and the
+H200's shared room is 1.09x the H100's, not 1.2x). The cross-wave ramp's form was chosen after the band and repeated rows had shown the
 fade's misses; its constants are fitted on the training split alone. Near L2's size fa1's counters do not reproduce: launched six times each
 (``repeat/``: B x H = 1 x h, 2 x h/2, 4 x h/4, in two processes), one configuration moves 97-237 MB (28 heads of
 N=2048 on the H100), so there the rule is held to the spread of the repeats (within 10% of their range: 8 of 9
 configurations on the H100, 7 of 9 on the H200) and to mean errors. Fitted on the H100, applied to other GPUs in
-proportion to their L2. Only DRAM bytes that move during the kernel are counted, which is also what the timing
+proportion to their L2 (the cross-wave ramp: to their probed shared room, where they have one). Only DRAM bytes that move during the kernel are counted, which is also what the timing
 model needs. tests/test_dram_vs_ncu.py holds the rule to the measurements.
 """
 
@@ -86,6 +91,9 @@ class L2Rule:
     crowd_pace: float = 0.75      # a block among j on its SM runs at j**-crowd_pace of a lone block's speed
     cross_all: float = 0.5        # the hit ramp of re-reads across waves (x L2): all hit below, ...
     cross_none: float = 1.45      # ... none beyond
+    # the room L2 gives a line that every block re-reads (x L2) on the H100, where the cross-wave ramp was fitted:
+    # its unit (scripts/probe_l2_share.py; a GPU's own room is its calibration's l2_shared_bytes)
+    shared_room: float = 0.5412105
 
 
 RULE = L2Rule()
@@ -136,9 +144,10 @@ def _wave_phases(grid, resident, sm_count, pace: float):
 
 
 def traffic(c: Counts, heads, grid_blocks, blocks_per_sm, sm_count: int, l2_bytes: float,
-            rule: L2Rule = RULE) -> Traffic:
+            rule: L2Rule = RULE, l2_shared_bytes: float | None = None) -> Traffic:
     """DRAM bytes of a launch of ``grid_blocks`` blocks over ``heads`` heads (dispatched head after head),
-    ``blocks_per_sm`` resident per SM, with ``l2_bytes`` of L2 (the device's size)."""
+    ``blocks_per_sm`` resident per SM, with ``l2_bytes`` of L2 (the device's size) of which ``l2_shared_bytes``
+    hold half the re-reads of lines every block reads (the shared-read probe; None: ``rule.shared_room`` of L2)."""
     BH = np.maximum(np.asarray(heads, dtype=np.int64), 1)
     G = np.maximum(np.asarray(grid_blocks, dtype=np.int64), 1)
     bph = np.maximum(G // BH, 1)                                   # blocks per head
@@ -163,7 +172,8 @@ def traffic(c: Counts, heads, grid_blocks, blocks_per_sm, sm_count: int, l2_byte
     # re-use across the blocks of a head: misses where a head is cut between two waves
     live_heads = np.minimum(BH, (R - 1) / bph + 1)
     d_across = live_heads * live * (1 + rule.shared_copy) + R * other
-    read_across = 1.0 - hit_fraction(d_across, l2_bytes, rule, across=True)
+    l2_across = l2_bytes if l2_shared_bytes is None else l2_shared_bytes / rule.shared_room
+    read_across = 1.0 - hit_fraction(d_across, l2_across, rule, across=True)
     cut_heads = (BH - 1) // (R // np.gcd(R, bph))                 # heads starting exactly on a wave boundary
     crossings = np.where(G > R, (G - 1) // R - cut_heads, 0)
     q = rule.wave_fade

@@ -1,0 +1,110 @@
+"""How much L2 a re-read line takes by how many blocks read it and where they sit: the share of re-reads that
+miss when a buffer is walked again and again by blocks spread over the whole GPU, over a few SMs, or over SMs of
+one part of it.
+
+The DRAM rule (perfmodel/model/memory.py) prices a head's K/V re-read across waves as held ``1 + shared_copy``
+times (fitted: 0.75), on the reading that lines read by SMs on both sides of the H100's two-partition L2 are kept
+in both. This probe measures that directly (csrc/probe_share.cu, 4 blocks of 256 threads per SM, all resident):
+
+* ``group`` launches: ``g`` consecutive blocks read one slice, so each line has g readers placed where the block
+  scheduler puts consecutive blocks (g = 1: private slices, as probe_l2_reuse's read mode; g = all: one buffer
+  read by every block);
+* ``smset`` launches: every block reads one buffer, but only blocks on the SMs of a set do (by SM id: all, the
+  lower or upper half of the ids, the first 16, the first 16 and 64-79, or alternate runs of 16).
+
+For each, buffers from 16 to 96 MiB; the share of re-reads that miss is (DRAM bytes read - the buffer) /
+((passes - 1) x buffer). A line held twice takes twice the room, so its misses start at half the buffer size.
+
+Run under Nsight Compute, which flushes L2 before each launch and counts its DRAM bytes (scripts/gpu_run.sh
+probe-l2-share):
+  ncu --cache-control all --clock-control none --kernel-name regex:share_kernel --metrics ... --csv --page raw \\
+      python3 scripts/probe_l2_share.py launch CONFIGS.json
+then, anywhere:
+  python3 scripts/probe_l2_share.py join NCU.csv CONFIGS.json OUT.json
+Nothing here changes clocks or power limits."""
+import json
+
+SIZES_MB = (16, 24, 32, 40, 48, 56, 64, 72, 80, 96)
+PASSES = 4
+BLOCKS_PER_SM = 4
+METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum",
+           "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum")
+
+
+def sm_sets(sm: int) -> dict:
+    """Named sets of SM ids whose blocks read (the rest exit at once)."""
+    return {"all": list(range(sm)), "lower_half": list(range(sm // 2)), "upper_half": list(range(sm // 2, sm)),
+            "first_16": list(range(16)), "0-15_and_64-79": list(range(16)) + list(range(64, 80)),
+            "alternate_16s": [s for s in range(sm) if (s // 16) % 2 == 0]}
+
+
+def configs(sm: int) -> list:
+    """Every launch, in the order the launch step makes them."""
+    blocks = sm * BLOCKS_PER_SM
+    out = []
+    runs = [("group", g, "all") for g in (1, 2, 8, 32, sm, blocks)]
+    runs += [("smset", blocks, name) for name in sm_sets(sm) if name != "all"]
+    for mode, group, sms in runs:
+        for mb in SIZES_MB:
+            slices = -(-blocks // group)
+            slice_floats = (mb << 20) // 4 // slices // 4 * 4
+            out.append({"mode": mode, "group": group, "sms": sms, "blocks": blocks, "passes": PASSES,
+                        "slice_floats": slice_floats, "buffer_bytes": 4 * slice_floats * slices})
+    return out
+
+
+def launch(configs_path):
+    from perfmodel.measure import build, probe
+
+    torch, tool, ext = build.load_single("probe_share.cu", "share", deps=("sm_timer.cuh",))
+    sm = torch.cuda.get_device_properties(0).multi_processor_count
+    cs = configs(sm)
+    sets = sm_sets(sm)
+    buf = torch.rand(max(c["buffer_bytes"] for c in cs) // 4, device="cuda")
+    sink = torch.zeros(1, device="cuda")
+    placed = {}
+    for c in cs:
+        active = torch.zeros(max(sm, 256), dtype=torch.int32)
+        active[sets[c["sms"]]] = 1
+        smid = torch.zeros(c["blocks"], dtype=torch.int32, device="cuda")
+        ext.share(buf, c["slice_floats"], c["group"], c["passes"], active.cuda(), sink, smid, c["blocks"])
+        torch.cuda.synchronize()
+        placed.setdefault(c["group"], smid.cpu().tolist())
+    probe.write_record(configs_path, torch, tool, {"configs": cs, "sm_sets": sets,
+                                                   "smid_by_block": {str(g): s for g, s in placed.items()}}, indent=1)
+
+
+def join(ncu_csv, configs_path, out_path):
+    """Match the profiled launches (in order) to the configurations; the re-read miss share of each."""
+    from perfmodel.measure import probe
+
+    header, data, rec = probe.ncu_launches(ncu_csv, configs_path, "probe_l2_share")
+    cs = rec["configs"]
+    wanted = [k for k in header if k.startswith(("dram__", "gpu__time", "lts__"))]
+    runs = []
+    for c, r in zip(cs, data):
+        m = {k: float(r[header.index(k)].replace(",", "")) for k in wanted}
+        size = c["buffer_bytes"]
+        miss = (m["dram__bytes_read.sum"] - size) / ((c["passes"] - 1) * size)
+        runs.append(dict(c, reread_miss=miss, ncu=m))
+    rec.update(runs=runs, ncu_csv=ncu_csv)
+    rec.pop("configs")
+    json.dump(rec, open(out_path, "w"), indent=1)
+
+
+def shared_room(record: dict) -> float:
+    """Bytes of a buffer that every block re-reads (the ``group`` launch of all blocks) at which half its re-reads
+    miss, interpolated between the measured sizes: the room L2 gives widely shared lines (calibration
+    ``l2_shared_bytes``)."""
+    runs = sorted((r["buffer_bytes"], r["reread_miss"]) for r in record["runs"]
+                  if r["mode"] == "group" and r["group"] == r["blocks"])
+    for (x0, m0), (x1, m1) in zip(runs, runs[1:]):
+        if m0 < 0.5 <= m1:
+            return x0 + (x1 - x0) * (0.5 - m0) / (m1 - m0)
+    raise ValueError("probe_l2_share: the shared buffer's re-reads never cross half misses")
+
+
+if __name__ == "__main__":
+    from perfmodel.measure import probe
+
+    probe.ncu_probe_main(launch, join, __doc__)
