@@ -56,15 +56,16 @@ L2's size identical launches differ by up to 2.4x, below). On it: 55 of 61 rows 
 the older H100 ncu rows in that range (fa2 0.9%, fa2_tc 2.6% at worst; fa1's one row off by 20% repeats a sweep
 configuration, and the two runs differ by 15%), fa2's and fa2_tc's band between the sweep's rows (``band2/``:
 27 of 27 within 10%, worst 8.8%), fa2_tc's long-N launches repeated (``repeat-tc/``: 34 of 34) and every H200
-row (its sweep: fa2 and fa2_tc within 10%, fa1 12 of 14; fa1's band: 10 of 21 within 10%, mean 10.3%, worst
-30%; fa2's and fa2_tc's band: 27 of 27; the repeats 34 of 34. While the cross-wave ramp scaled with the device's
-L2, a single head of N=32768, d=256 sat at -11% on the H200: it reads its K/V twice in full on both GPUs, and the
-H200's shared room is 1.09x the H100's, not 1.2x). The cross-wave ramp's form was chosen after the band and repeated rows had shown the
-fade's misses; its constants are fitted on the training split alone. Near L2's size fa1's counters do not reproduce: launched six times each
-(``repeat/``: B x H = 1 x h, 2 x h/2, 4 x h/4, in two processes), one configuration moves 97-237 MB (28 heads of
-N=2048 on the H100), so there the rule is held to the spread of the repeats (within 10% of their range: 8 of 9
-configurations on the H100, 7 of 9 on the H200) and to mean errors. Fitted on the H100, applied to other GPUs in
-proportion to their L2 (the cross-wave ramp: to their probed shared room, where they have one). Only DRAM bytes that move during the kernel are counted, which is also what the timing
+row (its sweep: fa2 and fa2_tc within 10%, fa1 12 of 14; fa1's band: 10 of 21 within 10%, mean 10.3%, worst 30%;
+fa2's and fa2_tc's band: 27 of 27; the repeats 34 of 34. While the cross-wave ramp scaled with the device's L2, a
+single head of N=32768, d=256 sat at -11% on the H200: it reads its K/V twice in full on both GPUs, and the H200's
+shared room is 1.09x the H100's, not 1.2x). The cross-wave ramp's form was chosen after the band and repeated rows
+had shown the fade's misses; its constants are fitted on the training split alone. Near L2's size fa1's counters do
+not reproduce: launched six times each (``repeat/``: B x H = 1 x h, 2 x h/2, 4 x h/4, in two processes), one
+configuration moves 97-237 MB (28 heads of N=2048 on the H100), so there the rule is held to the spread of the
+repeats (within 10% of their range: 8 of 9 configurations on the H100, 7 of 9 on the H200) and to mean errors.
+Fitted on the H100, applied to other GPUs in proportion to their L2 (the cross-wave ramp: to their probed shared
+room, where they have one). Only DRAM bytes that move during the kernel are counted, which is also what the timing
 model needs. tests/test_dram_vs_ncu.py holds the rule to the measurements.
 """
 
