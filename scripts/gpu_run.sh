@@ -27,6 +27,18 @@ gpu_key=${GPU_KEY:-h100}              # where the data goes: examples/measuremen
 grids=${GRID_PREFIX:-$gpu_key}        # which grids: examples/grids/$GRID_PREFIX-fa1.yaml, ...-fa2.yaml
 data=examples/measurements/$gpu_key
 pm() { python3 -m perfmodel "$@"; }
+# ncu_probe SCRIPT STEM KERNEL [METRIC]: a two-step probe (scripts/SCRIPT.py launch / join) under Nsight Compute,
+# which flushes L2 before each launch: its METRICS (and METRIC, where this ncu knows it) into $OUT/STEM.json
+ncu_probe() {
+  local script=$1 stem=$2 kernel=$3 extra=${4:-} ncu m
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
+  m=$(python3 -c "import sys; sys.path.insert(0, 'scripts'); import $script as p; print(','.join(p.METRICS))")
+  if [ -n "$extra" ] && "$ncu" --query-metrics 2>/dev/null | grep "^$extra " >/dev/null; then m="$m,$extra.sum"; fi
+  "$ncu" --clock-control none --cache-control all --kernel-name "regex:$kernel" --metrics "$m" -f -o "/tmp/$stem" \
+    python3 "scripts/$script.py" launch "$OUT/${stem}_configs.json"
+  "$ncu" --import "/tmp/$stem.ncu-rep" --csv --page raw --print-units base > "$OUT/${stem}_ncu.csv"
+  python3 "scripts/$script.py" join "$OUT/${stem}_ncu.csv" "$OUT/${stem}_configs.json" "$OUT/$stem.json"
+}
 
 { nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv; nvcc --version | tail -1;
   python3 -c "import torch; print('torch', torch.__version__, torch.version.cuda)"; } 2>&1 | tee "$OUT/env.txt"
@@ -103,23 +115,12 @@ case $step in
   probe-clock) python3 scripts/probe_clock.py "$OUT/clock.json" ;;          # spin clocks: in-kernel timer against events
   probe-crowd) python3 scripts/probe_crowd.py "$OUT/crowd.json" ;;          # tile waits from L2 / DRAM against SMs loading
   probe-l2-reuse)     # L2's re-use misses by re-use distance, read-only, re-written and beside a stream (ncu counts)
-    NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
     python3 -c "from perfmodel.measure import build; build.load()"          # built outside the profiler
-    m=$(python3 -c "import sys; sys.path.insert(0, 'scripts'); import probe_l2_reuse as p; print(','.join(p.METRICS))")
-    "$NCU" --clock-control none --cache-control all --kernel-name regex:probe_reuse --metrics $m -f -o /tmp/l2_reuse \
-      python3 scripts/probe_l2_reuse.py launch "$OUT/l2_reuse_configs.json"
-    "$NCU" --import /tmp/l2_reuse.ncu-rep --csv --page raw --print-units base > "$OUT/l2_reuse_ncu.csv"
-    python3 scripts/probe_l2_reuse.py join "$OUT/l2_reuse_ncu.csv" "$OUT/l2_reuse_configs.json" "$OUT/l2_reuse.json" ;;
-  probe-l2-share)     # L2's re-read misses by where a line's readers sit: many SMs, a few, one part of the GPU (ncu)
-    NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
+    ncu_probe probe_l2_reuse l2_reuse probe_reuse ;;
+  probe-l2-share)     # L2's re-read misses by how many blocks read a line and where they sit (ncu counts)
     python3 -c "from perfmodel.measure import build; build.load_single('probe_share.cu', 'share', deps=('sm_timer.cuh',))"
-    m=$(python3 -c "import sys; sys.path.insert(0, 'scripts'); import probe_l2_share as p; print(','.join(p.METRICS))")
-    # the traffic between the two L2 partitions, where this GPU's ncu knows the counter
-    "$NCU" --query-metrics 2>/dev/null | grep -q '^lts__t_sectors_srcunit_ltcfabric ' && m="$m,lts__t_sectors_srcunit_ltcfabric.sum"
-    "$NCU" --clock-control none --cache-control all --kernel-name regex:share_kernel --metrics $m -f -o /tmp/l2_share \
-      python3 scripts/probe_l2_share.py launch "$OUT/l2_share_configs.json"
-    "$NCU" --import /tmp/l2_share.ncu-rep --csv --page raw --print-units base > "$OUT/l2_share_ncu.csv"
-    python3 scripts/probe_l2_share.py join "$OUT/l2_share_ncu.csv" "$OUT/l2_share_configs.json" "$OUT/l2_share.json" ;;
+    # and the traffic between the two L2 partitions, where this GPU's ncu knows the counter
+    ncu_probe probe_l2_share l2_share share_kernel lts__t_sectors_srcunit_ltcfabric ;;
   sass-sm89)          # what nvcc makes of the sources for Ada: listings to compare with sm_86's (gpus/arch/sm_89.yaml, M2)
     d="$OUT/sass_sm89"; mkdir -p "$d"
     tf="-std=c++17 -O3 -lineinfo -D__CUDA_NO_HALF_OPERATORS__ -D__CUDA_NO_HALF_CONVERSIONS__"
