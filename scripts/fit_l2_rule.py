@@ -62,7 +62,7 @@ def load_rows(files, gpu_key="h100"):
             out.append(dict(file=str(path.relative_to(MEAS)), index=i, kernel=kernel, row=r, counts=p.counts,
                             heads=shape.heads, grid=int(np.asarray(p.launch.grid_blocks)),
                             bpsm=int(np.asarray(p.blocks_per_sm)), sm=spec.sm_count, l2=spec.l2_bytes,
-                            l2_shared=cal.l2_shared_bytes or None,
+                            l2_shared=cal.l2_shared_bytes,
                             fp=footprint(r) / L2_NOMINAL,
                             measured=float(r["dram__bytes_read.sum"]) + float(r["dram__bytes_write.sum"])))
     return out

@@ -92,16 +92,20 @@ def join(ncu_csv, configs_path, out_path):
     json.dump(rec, open(out_path, "w"), indent=1)
 
 
-def shared_room(record: dict) -> float:
-    """Bytes of a buffer that every block re-reads (the ``group`` launch of all blocks) at which half its re-reads
-    miss, interpolated between the measured sizes: the room L2 gives widely shared lines (calibration
-    ``l2_shared_bytes``)."""
-    runs = sorted((r["buffer_bytes"], r["reread_miss"]) for r in record["runs"]
-                  if r["mode"] == "group" and r["group"] == r["blocks"])
+def half_miss(points) -> float:
+    """The buffer bytes at which half the re-reads miss, linear between the measured (bytes, miss share) points."""
+    runs = sorted(points)
     for (x0, m0), (x1, m1) in zip(runs, runs[1:]):
         if m0 < 0.5 <= m1:
             return x0 + (x1 - x0) * (0.5 - m0) / (m1 - m0)
-    raise ValueError("probe_l2_share: the shared buffer's re-reads never cross half misses")
+    raise ValueError("probe_l2_share: the re-reads never cross half misses")
+
+
+def shared_room(record: dict) -> float:
+    """half_miss of the buffer every block re-reads (the ``group`` launches of all blocks): the room L2 gives
+    widely shared lines (calibration ``l2_shared_bytes``)."""
+    return half_miss((r["buffer_bytes"], r["reread_miss"]) for r in record["runs"]
+                     if r["mode"] == "group" and r["group"] == r["blocks"])
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from perfmodel.hw import calibration, gpu
@@ -29,12 +28,7 @@ def half_points(key):
     by = defaultdict(list)
     for r in record(key)["runs"]:
         by[(r["mode"], r["group"], r["sms"])].append((r["buffer_bytes"], r["reread_miss"]))
-    out = {}
-    for k, xs in by.items():
-        x, m = (np.array(v) for v in zip(*sorted(xs)))
-        i = int(np.argmax(m >= 0.5))
-        out[k] = float(np.interp(0.5, m[i - 1:i + 1], x[i - 1:i + 1]))
-    return out
+    return {k: probe_l2_share.half_miss(xs) for k, xs in by.items()}
 
 
 @pytest.mark.parametrize("key", ["h100", "h200"])

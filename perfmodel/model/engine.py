@@ -66,7 +66,7 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
         """(blocks per SM, DRAM traffic, Timing) of one kernel's launch."""
         b = occupancy.blocks_per_sm(gpu, ln.threads, ln.regs, ln.smem_bytes)
         m = memory.traffic(counts, shape.heads, ln.grid_blocks, b, gpu.sm_count, gpu.l2_bytes,
-                           l2_shared_bytes=cal.l2_shared_bytes or None)
+                           l2_shared_bytes=cal.l2_shared_bytes)
         return b, m, timing.predict(counts, m, ln.grid_blocks, ln.threads, b, gpu, cal, key, **kw)
 
     bpsm, mem, t = timed(c, launch, kernel.fit_key, serial=kernel.serial, path_pipes=kernel.path_pipes,

@@ -148,7 +148,8 @@ def traffic(c: Counts, heads, grid_blocks, blocks_per_sm, sm_count: int, l2_byte
             rule: L2Rule = RULE, l2_shared_bytes: float | None = None) -> Traffic:
     """DRAM bytes of a launch of ``grid_blocks`` blocks over ``heads`` heads (dispatched head after head),
     ``blocks_per_sm`` resident per SM, with ``l2_bytes`` of L2 (the device's size) of which ``l2_shared_bytes``
-    hold half the re-reads of lines every block reads (the shared-read probe; None: ``rule.shared_room`` of L2)."""
+    hold half the re-reads of lines every block reads (the shared-read probe; None or 0, unmeasured:
+    ``rule.shared_room`` of L2)."""
     BH = np.maximum(np.asarray(heads, dtype=np.int64), 1)
     G = np.maximum(np.asarray(grid_blocks, dtype=np.int64), 1)
     bph = np.maximum(G // BH, 1)                                   # blocks per head
@@ -173,7 +174,7 @@ def traffic(c: Counts, heads, grid_blocks, blocks_per_sm, sm_count: int, l2_byte
     # re-use across the blocks of a head: misses where a head is cut between two waves
     live_heads = np.minimum(BH, (R - 1) / bph + 1)
     d_across = live_heads * live * (1 + rule.shared_copy) + R * other
-    l2_across = l2_bytes if l2_shared_bytes is None else l2_shared_bytes / rule.shared_room
+    l2_across = l2_shared_bytes / rule.shared_room if l2_shared_bytes else l2_bytes
     read_across = 1.0 - hit_fraction(d_across, l2_across, rule, across=True)
     cut_heads = (BH - 1) // (R // np.gcd(R, bph))                 # heads starting exactly on a wave boundary
     crossings = np.where(G > R, (G - 1) // R - cut_heads, 0)
