@@ -21,12 +21,21 @@ probe-l2-share):
       python3 scripts/probe_l2_share.py launch CONFIGS.json
 then, anywhere:
   python3 scripts/probe_l2_share.py join NCU.csv CONFIGS.json OUT.json
+
+Without Nsight Compute, the room for lines every block re-reads (the calibration's ``l2_shared_bytes``) is found
+from the same launch's times, as `perfmodel probe` does (perfmodel.measure.probe.shared_room_timed; step
+probe-l2-share-timed, which also records the ncu-less figure beside this probe's):
+  python3 scripts/probe_l2_share.py timed OUT.json
+and the counted room on that grid (every block reading one buffer, 41 sizes from 0.2x to 1.2x L2; step
+probe-l2-share-fine): SHARE_SET=fine with the launch step above.
 Nothing here changes clocks or power limits."""
 import json
+import os
+import sys
+
+from perfmodel.measure.probe import SHARE_BLOCKS_PER_SM as BLOCKS_PER_SM, SHARE_PASSES as PASSES, half_miss
 
 SIZES_MB = (16, 24, 32, 40, 48, 56, 64, 72, 80, 96)
-PASSES = 4
-BLOCKS_PER_SM = 4
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum",
            "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum")
 
@@ -53,12 +62,24 @@ def configs(sm: int) -> list:
     return out
 
 
+def fine_configs(sm: int, l2_bytes: int) -> list:
+    """The launches of every block reading one buffer at the sizes `perfmodel probe` times them at
+    (probe.shared_read_sizes): the counted room on the timed room's grid (SHARE_SET=fine)."""
+    from perfmodel.measure.probe import shared_read_sizes
+
+    blocks = sm * BLOCKS_PER_SM
+    return [{"mode": "group", "group": blocks, "sms": "all", "blocks": blocks, "passes": PASSES,
+             "slice_floats": size // 4, "buffer_bytes": size} for size in shared_read_sizes(l2_bytes)]
+
+
 def launch(configs_path):
     from perfmodel.measure import build, probe
 
     torch, tool, ext = build.load_single("probe_share.cu", "share", deps=("sm_timer.cuh",))
-    sm = torch.cuda.get_device_properties(0).multi_processor_count
-    cs = configs(sm)
+    props = torch.cuda.get_device_properties(0)
+    sm = props.multi_processor_count
+    share_set = os.environ.get("SHARE_SET", "")
+    cs = fine_configs(sm, props.L2_cache_size) if share_set == "fine" else configs(sm)
     sets = sm_sets(sm)
     buf = torch.rand(max(c["buffer_bytes"] for c in cs) // 4, device="cuda")
     sink = torch.zeros(1, device="cuda")
@@ -70,7 +91,7 @@ def launch(configs_path):
         ext.share(buf, c["slice_floats"], c["group"], c["passes"], active.cuda(), sink, smid, c["blocks"])
         torch.cuda.synchronize()
         placed.setdefault(c["group"], smid.cpu().tolist())
-    probe.write_record(configs_path, torch, tool, {"configs": cs, "sm_sets": sets,
+    probe.write_record(configs_path, torch, tool, {"configs": cs, "sm_sets": sets, "share_set": share_set or "all",
                                                    "smid_by_block": {str(g): s for g, s in placed.items()}}, indent=1)
 
 
@@ -92,15 +113,6 @@ def join(ncu_csv, configs_path, out_path):
     json.dump(rec, open(out_path, "w"), indent=1)
 
 
-def half_miss(points) -> float:
-    """The buffer bytes at which half the re-reads miss, linear between the measured (bytes, miss share) points."""
-    runs = sorted(points)
-    for (x0, m0), (x1, m1) in zip(runs, runs[1:]):
-        if m0 < 0.5 <= m1:
-            return x0 + (x1 - x0) * (0.5 - m0) / (m1 - m0)
-    raise ValueError("probe_l2_share: the re-reads never cross half misses")
-
-
 def shared_room(record: dict) -> float:
     """half_miss of the buffer every block re-reads (the ``group`` launches of all blocks): the room L2 gives
     widely shared lines (calibration ``l2_shared_bytes``)."""
@@ -108,7 +120,23 @@ def shared_room(record: dict) -> float:
                      if r["mode"] == "group" and r["group"] == r["blocks"])
 
 
+def timed(out_path):
+    """The all-blocks launch timed at 41 sizes (shared_room_timed), three times over, with its provenance."""
+    from perfmodel.measure import build, probe
+
+    torch, tool, ext = build.load_single("probe_share.cu", "share", deps=("sm_timer.cuh",))
+    props = torch.cuda.get_device_properties(0)
+    runs = [probe.shared_room_timed(torch, ext, props.multi_processor_count, props.L2_cache_size)
+            for _ in range(3)]
+    probe.write_record(out_path, torch, tool, {"sm_count": props.multi_processor_count,
+                                               "l2_bytes": props.L2_cache_size, "passes": PASSES,
+                                               "blocks_per_sm": BLOCKS_PER_SM, "runs": runs}, indent=1)
+
+
 if __name__ == "__main__":
     from perfmodel.measure import probe
 
-    probe.ncu_probe_main(launch, join, __doc__)
+    if len(sys.argv) == 3 and sys.argv[1] == "timed":
+        timed(sys.argv[2])
+    else:
+        probe.ncu_probe_main(launch, join, __doc__)

@@ -50,8 +50,9 @@ class Calibration:
     # the power model's energies and limit (perfmodel.model.power.FIELDS: scripts/fit_power.py from the power
     # probe); {} where unmeasured: every launch runs at the clock the model times it at
     power: dict = field(default_factory=dict)
-    # the bytes of a buffer every block re-reads at which half its re-reads miss L2 (scripts/probe_l2_share.py):
-    # the unit of the DRAM rule's cross-wave ramp (model/memory.py); 0 where unmeasured: the H100's share of L2
+    # the bytes of a buffer every block re-reads at which half its re-reads miss L2 (scripts/probe_l2_share.py
+    # counts it, `perfmodel probe` times it): the unit of the DRAM rule's cross-wave ramp (model/memory.py); 0 where
+    # unmeasured: the H100's share of L2
     l2_shared_bytes: float = 0.0
 
     @property

@@ -11,6 +11,8 @@ memory), never from the kernel timings the model is scored on:
 * fp32 and ex2 lanes per clock: 8 independent FMA / __expf chains per thread over a full grid;
 * l2_bw, dram_bw: 16-B reads of an L2-resident buffer; a 1 GiB device copy (bytes read + written);
 * l2_effective_bytes: the buffer size at which repeated reads fall halfway from L2 to DRAM bandwidth;
+* l2_shared_bytes: the buffer size at which half the re-reads miss when every block re-reads it (timed:
+  shared_room_timed; scripts/probe_l2_share.py counts the same with Nsight Compute);
 * smem, L2 and DRAM latencies: pointer chases; sync_cycles: back-to-back __syncthreads;
 * launch_overhead_s: CUDA-event time of an empty kernel.
 """
@@ -165,6 +167,11 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
     log(f"read bandwidth by buffer size: {dict((mb, round(v / 1e12, 2)) for mb, v in bw_by_size.items())} TB/s"
         f" -> effective L2 {l2_eff / 2**20:.1f} MiB")
 
+    # 4c. the room L2 gives lines every block re-reads (the DRAM rule's cross-wave unit), timed (its own module)
+    _, _, share_ext = build.load_single("probe_share.cu", "share", deps=("sm_timer.cuh",))
+    shared = shared_room_timed(torch, share_ext, sm, props.L2_cache_size, log=log)
+    raw["shared_read_seconds_by_buffer_bytes"] = dict(zip(shared["sizes_bytes"], shared["seconds"]))
+
     # 5. latencies
     smem_lat = _chase(torch, ext, 1024, 1, True)
     l2_lat = _chase(torch, ext, 8192, 32, False)                 # 1 MB, one node per 128-B line
@@ -188,7 +195,7 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
 
     values = dict(dram_bw_bps=dram_bw, l2_bw_bps=l2_bw, l2_effective_bytes=l2_eff,
                   smem_wavefronts_per_clk=smem_wf_per_clk, fp32_lanes_per_clk=fp32_lanes, sfu_lanes_per_clk=sfu_lanes,
-                  launch_overhead_s=launch, overlap_p=overlap_p)
+                  launch_overhead_s=launch, overlap_p=overlap_p, l2_shared_bytes=shared["l2_shared_bytes"])
     if mma:
         values["mma_cycles"] = mma["mma_cycles_per_sm_fp16"]
     path_cycles = dict(dot=float(iter_cycles), reduction=red_cycles, exp=exp_cycles, conflict=float(conflict_cycles),
@@ -231,6 +238,79 @@ def _mma(torch, ext, sm: int, has_mma: bool, log) -> dict:
         log(f"mma.sync m16n8k16 {dt}: latency {out[f'mma_latency_cycles_{dt}']:.1f} cycles; "
             f"{max(rates.values()) * 4096:.0f} FLOP/clk/SM ({dict((w, round(r, 3)) for w, r in rates.items())} mma/clk)")
     return out
+
+
+SHARE_PASSES = 4          # walks of the buffer a shared-read launch makes (the first misses in any case)
+SHARE_BLOCKS_PER_SM = 4   # its 256-thread blocks a SM, all resident at once
+
+
+def half_miss(points) -> float:
+    """The buffer bytes at which half the re-reads miss, linear between the measured (bytes, miss share) points."""
+    runs = sorted(points)
+    for (x0, m0), (x1, m1) in zip(runs, runs[1:]):
+        if m0 < 0.5 <= m1:
+            return x0 + (x1 - x0) * (0.5 - m0) / (m1 - m0)
+    raise ValueError("the re-reads never cross half misses")
+
+
+def shared_room_from_times(sizes, seconds, ends: int = 3) -> float:
+    """The room L2 gives lines every block re-reads (calibration ``l2_shared_bytes``) from the shared-read launches'
+    times alone, where no counter of DRAM bytes is at hand: every block walks one buffer SHARE_PASSES times after
+    an L2 flush, at each size in ``sizes``. The time a buffer byte takes, y = t / size, is flat while the re-reads
+    hit and flat again, higher, once they all miss; a size's share of missed re-reads is where its y lies between
+    the two plateaus (the mean y of the ``ends`` smallest and of the ``ends`` largest sizes), and the room is
+    half_miss of those shares. From the times Nsight Compute took of the launches it counted (probe/
+    l2_share_fine.json) this lands within 0.5% of the room their DRAM bytes give; timed apart, with this probe's
+    flush (shared_room_timed), 2.7% below it on the H100 and 2.0% above on the H200 (tests/test_l2_share_probe.py).
+    ValueError where the sizes do not reach from one plateau to the other."""
+    order = np.argsort(sizes)
+    b = np.asarray(sizes, float)[order]
+    y = np.asarray(seconds, float)[order] / b
+    if len(b) < 2 * ends + 1:
+        raise ValueError(f"{len(b)} sizes are too few to find both plateaus")
+    hit, miss = y[:ends].mean(), y[-ends:].mean()
+    if not miss > 1.15 * hit:
+        raise ValueError(f"a byte takes {miss / hit:.2f}x as long at the largest sizes as at the smallest: "
+                         f"no step from L2 hits to misses")
+    return half_miss(zip(b, (y - hit) / (miss - hit)))
+
+
+def shared_read_sizes(l2_bytes: int) -> list:
+    """The buffer sizes the shared-read launch is timed at: 41 from 0.2x to 1.2x the device's L2 (multiples of
+    64 bytes)."""
+    return [int(l2_bytes * f) // 64 * 64 for f in np.linspace(0.2, 1.2, 41)]
+
+
+def shared_room_timed(torch, ext, sm: int, l2_bytes: int, reps: int = 3, log=print) -> dict:
+    """Time the shared-read launch (csrc/probe_share.cu built as ``ext``, every block reading one buffer) at 41
+    sizes from 0.2x to 1.2x the device's L2, each launch after a flush that reads a buffer twice the L2's size
+    (leaving it clean, as Nsight Compute's flush does), the median of ``reps``; and the room
+    shared_room_from_times finds (0.0, said in the log, where it finds none)."""
+    blocks = sm * SHARE_BLOCKS_PER_SM
+    sizes = shared_read_sizes(l2_bytes)
+    buf = torch.rand(max(sizes) // 4, device="cuda")
+    flush = torch.ones(2 * l2_bytes // 4, device="cuda")
+    active = torch.ones(max(sm, 256), dtype=torch.int32, device="cuda")
+    smid = torch.zeros(blocks, dtype=torch.int32, device="cuda")
+    sink = torch.zeros(1, device="cuda")
+    seconds = []
+    for size in sizes:
+        launch = lambda: ext.share(buf, size // 4, blocks, SHARE_PASSES, active, sink, smid, blocks)
+        launch()                                                 # warm-up
+        times = []
+        for _ in range(reps):
+            flush.sum()
+            s, e = events_around(torch, launch)
+            torch.cuda.synchronize()
+            times.append(s.elapsed_time(e) * 1e-3)
+        seconds.append(float(np.median(times)))
+    try:
+        room = shared_room_from_times(sizes, seconds)
+        log(f"L2 room for lines every block re-reads: {room / 2**20:.1f} MiB (half their re-reads miss)")
+    except ValueError as exc:
+        room = 0.0
+        log(f"L2 room for lines every block re-reads: not measured ({exc})")
+    return {"sizes_bytes": sizes, "seconds": seconds, "l2_shared_bytes": room}
 
 
 def cold_start_cycles(record: dict) -> float:
