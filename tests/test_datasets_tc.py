@@ -94,6 +94,28 @@ def test_fa2_tc_counts_match_nsight_compute(gpu, r):
     assert f("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum") < 0.01 * pairs["shared load wavefronts"][1]
 
 
+def test_fa2_tc_requested_bytes_match_and_l2_sees_fewer_where_blocks_run_in_step():
+    """The bytes fa2_tc's blocks ask of L2 (the model's l2_read_bytes: Q and every K/V tile by cp.async) are what
+    the SMs send (global load sectors at L1) within 3% in every profiled launch. L2 itself counts all of them in
+    causal launches (blocks start at their own diagonal, so no two walk the same tiles at once), but only 0.49-0.76
+    of them in short non-causal ones (at most 32 K/V tiles a block), whose blocks of a head walk the same tiles in
+    step; in long non-causal ones (64 or more tiles a block), where those blocks drift apart, 0.96-0.97. The
+    shared-read probe shows the same merging (test_l2_share_probe.py): requests that reach a sector at about the
+    same time from blocks on the two SMs of a TPC reach L2 as one."""
+    for gpu, r in NCU_ROWS:
+        c = _ncu_pred(gpu, r).counts
+        sent = float(r["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]) * 32
+        seen = float(r["lts__t_sectors_srcunit_tex_op_read.sum"]) * 32
+        assert abs(float(np.asarray(c.l2_read_bytes)) / sent - 1) <= 0.03, (gpu, r["N"], r["d"])
+        tiles = -(-int(r["N"]) // int(r["Bc"]))
+        if r["causal"] == "1":
+            assert abs(seen / sent - 1) <= 0.01, (gpu, r["N"], r["d"])
+        elif tiles <= 32:
+            assert 0.45 <= seen / sent <= 0.8, (gpu, r["N"], r["d"], seen / sent)
+        else:
+            assert tiles >= 64 and 0.95 <= seen / sent <= 0.99, (gpu, r["N"], r["d"], seen / sent)
+
+
 ACCURACY = json.loads((ROOT / "examples" / "accuracy.json").read_text())
 
 

@@ -176,3 +176,26 @@ def test_the_timed_room_needs_both_plateaus():
         probe.shared_room_from_times(sizes, sizes * 1e-12)
     with pytest.raises(ValueError):
         probe.shared_room_from_times(sizes[:12], seconds[:12])    # all below the step
+
+
+def test_requests_of_blocks_in_step_on_one_tpc_reach_l2_once():
+    """The sectors L2 counts (lts__t_sectors_srcunit_tex_op_read) against those the reading blocks send, at the
+    smallest buffer (every re-read hits): with one reader a slice, all of them (1.03); with two, which the block
+    scheduler puts on the two SMs of a TPC (SM ids 2k and 2k + 1), 0.54; with 8 to 528 readers, 0.29-0.43. So
+    requests that reach a sector at about the same time from blocks near each other are merged before L2 counts
+    them (fa2_tc's non-causal blocks of a head walking the same K/V tiles in step: test_datasets_tc.py)."""
+    rec = record("h100")
+    sets = rec["sm_sets"]
+    ratio = {}
+    for r in rec["runs"]:
+        key = (r["group"], r["sms"])
+        if key in ratio:
+            continue                                          # the first (smallest) size of each launch set
+        active = r["blocks"] if r["sms"] == "all" else 4 * len(sets[r["sms"]])
+        ratio[key] = r["ncu"]["lts__t_sectors_srcunit_tex_op_read.sum"] * 32 / (active * r["slice_floats"] * 4
+                                                                              * r["passes"])
+    assert 0.98 <= ratio[(1, "all")] <= 1.05
+    assert 0.5 <= ratio[(2, "all")] <= 0.6
+    pairs = rec["smid_by_block"]["2"]
+    assert all(pairs[2 * i] // 2 == pairs[2 * i + 1] // 2 for i in range(len(pairs) // 2))
+    assert all(0.25 <= v <= 0.45 for (g, _), v in ratio.items() if g >= 8)
