@@ -3,10 +3,10 @@ probe-l2-reuse; docs/known-gaps.md): the record is whole, and what it shows abou
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from perfmodel.hw import calibration, gpu
+from perfmodel.measure.probe import half_miss
 from perfmodel.model.memory import RULE
 
 DATA = Path(__file__).resolve().parents[1] / "examples" / "measurements"
@@ -19,10 +19,7 @@ def runs(key):
 
 def point(key, mode, share):
     """The re-use distance (bytes) at which ``share`` of the re-uses of ``mode`` miss (linear between sizes)."""
-    xs = [(r["distance_bytes"], r["reuse_miss"]) for r in runs(key) if r["mode"] == mode]
-    d, m = (np.array(v) for v in zip(*xs))
-    i = int(np.argmax(m >= share))
-    return float(np.interp(share, m[i - 1:i + 1], d[i - 1:i + 1]))
+    return half_miss(((r["distance_bytes"], r["reuse_miss"]) for r in runs(key) if r["mode"] == mode), share)
 
 
 @pytest.mark.parametrize("key", ["h100", "h200"])

@@ -244,13 +244,14 @@ SHARE_PASSES = 4          # walks of the buffer a shared-read launch makes (the 
 SHARE_BLOCKS_PER_SM = 4   # its 256-thread blocks a SM, all resident at once
 
 
-def half_miss(points) -> float:
-    """The buffer bytes at which half the re-reads miss, linear between the measured (bytes, miss share) points."""
+def half_miss(points, share: float = 0.5) -> float:
+    """The bytes (buffer size, re-use distance) at which half the re-reads miss, or ``share`` of them: linear
+    between the measured (bytes, miss share) points, at their first crossing."""
     runs = sorted(points)
     for (x0, m0), (x1, m1) in zip(runs, runs[1:]):
-        if m0 < 0.5 <= m1:
-            return x0 + (x1 - x0) * (0.5 - m0) / (m1 - m0)
-    raise ValueError("the re-reads never cross half misses")
+        if m0 < share <= m1:
+            return x0 + (x1 - x0) * (share - m0) / (m1 - m0)
+    raise ValueError(f"the re-reads never cross a miss share of {share:g}")
 
 
 def shared_room_from_times(sizes, seconds, ends: int = 3) -> float:
