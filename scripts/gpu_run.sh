@@ -6,7 +6,7 @@
 #
 #   scripts/gpu_run.sh STEP [MAX_SECONDS]
 #   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | offgrid-tc | offgrid2-tc | offgrid3-tc | offgrid4-tc | offgrid5-tc | offgrid6-tc | repeat-tc | clocked-tc | power-check | sdpa-fresh | head-start-check
-#         | ncu | ncu-tc | ncu-dram | ncu-dram-band | ncu-dram-band2 | ncu-dram-repeat | ncu-dram-repeat-tc | bench-tc | probe-pipes | probe-fill | probe-clock | probe-coresident | probe-crowd | probe-l2-reuse | probe-l2-share | probe-l2-share-timed | probe-l2-share-fine | probe-ldsm | lone-crowd
+#         | ncu | ncu-tc | ncu-dram | ncu-dram-band | ncu-dram-band2 | ncu-dram-repeat | ncu-dram-repeat-tc | bench-tc | probe-pipes | probe-fill | probe-clock | probe-coresident | probe-crowd | probe-l2-reuse | probe-l2-share | probe-l2-share-timed | probe-l2-share-fine | probe-l2-stream | probe-ldsm | lone-crowd
 #         | probe-wgmma | probe-wgmma-chain | probe-tensor-clock | probe-dispatch | probe-cold | probe-writeback | trace-tc | trace-tc-late | trace-tc-fair | trace-tc-phase | trace-tc-phase-cold | trace-tc-short | sdpa-kernels | sdpa-calls | ncu-stalls
 #         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | ncu-tc-sass | ncu-tc-sass-full | probe-icache | probe-power | sass-sm89 | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
 #   power-check: long fa2_tc launches with the SM clock and power sampled (examples/grids/power-check.yaml)
@@ -121,6 +121,7 @@ case $step in
     python3 -c "from perfmodel.measure import build; build.load_single('probe_share.cu', 'share', deps=('sm_timer.cuh',))"
     # and the traffic between the two L2 partitions, where this GPU's ncu knows the counter
     ncu_probe probe_l2_share l2_share share_kernel lts__t_sectors_srcunit_ltcfabric ;;
+  probe-l2-stream) python3 scripts/probe_l2_stream.py "$OUT/l2_stream.json" ;;   # cp.async fills from L2 / DRAM, nothing else running
   probe-l2-share-timed) python3 scripts/probe_l2_share.py timed "$OUT/l2_share_timed.json" ;;  # the same room, timed (perfmodel probe's way)
   probe-l2-share-fine)  # the room counted at the timed step's 41 sizes (every block reading one buffer)
     python3 -c "from perfmodel.measure import build; build.load_single('probe_share.cu', 'share', deps=('sm_timer.cuh',))"
