@@ -260,3 +260,19 @@ def test_a_later_probe_run_reproduces_the_shipped_calibration(key, shipped):
                 assert c == pytest.approx(ref["values"][k][f], rel=0.02), f
         else:
             assert v == pytest.approx(ref["values"][k], rel=loose.get(k, 0.04)), k
+
+
+def test_a_probe_file_without_the_shared_room_keeps_the_device_scaled_unit(tmp_path):
+    """`perfmodel probe` leaves l2_shared_bytes out where its timed launches find no step (a 0 would not load: every
+    calibration field must be positive); the file then loads with the default, 0, which the DRAM rule reads as
+    unmeasured (the device's L2 size)."""
+    spec = gpu.resolve("h100")
+    raw = yaml.safe_load((ROOT / "examples" / "measurements" / "h100" / "probe" / "probe-calibration.yaml").read_text())
+    raw["values"].pop("l2_shared_bytes")
+    f = tmp_path / "cal.yaml"
+    f.write_text(yaml.safe_dump(raw))
+    assert calibration.load(f, spec).l2_shared_bytes == 0.0
+    raw["values"]["l2_shared_bytes"] = 0.0
+    f.write_text(yaml.safe_dump(raw))
+    with pytest.raises(InputError, match="l2_shared_bytes"):
+        calibration.load(f, spec)

@@ -195,7 +195,9 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
 
     values = dict(dram_bw_bps=dram_bw, l2_bw_bps=l2_bw, l2_effective_bytes=l2_eff,
                   smem_wavefronts_per_clk=smem_wf_per_clk, fp32_lanes_per_clk=fp32_lanes, sfu_lanes_per_clk=sfu_lanes,
-                  launch_overhead_s=launch, overlap_p=overlap_p, l2_shared_bytes=shared["l2_shared_bytes"])
+                  launch_overhead_s=launch, overlap_p=overlap_p)
+    if shared["l2_shared_bytes"]:               # else unmeasured: the calibration keeps its default (0: the L2 size)
+        values["l2_shared_bytes"] = shared["l2_shared_bytes"]
     if mma:
         values["mma_cycles"] = mma["mma_cycles_per_sm_fp16"]
     path_cycles = dict(dot=float(iter_cycles), reduction=red_cycles, exp=exp_cycles, conflict=float(conflict_cycles),
