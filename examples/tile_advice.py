@@ -2,22 +2,37 @@
 or more measured tile instances, compare the tile the model ranks fastest (among the measured ones, which is what
 `perfmodel sweep --best` chooses from) with the measured fastest; and the short-list of the model's two fastest
 (the pick and the runner-up `sweep --best` names), timed and the faster kept, beside the chance that two tiles
-drawn at random hold the fastest. Writes examples/benchmarks/tile_advice_fa2_tc.json.
+drawn at random hold the fastest; and, by the margin of the runner-up over the pick, how often the pick was the
+fastest (perfmodel.evaluation.advice, whose shares are the H100's and which the off-grid sets 1-5 check). Writes
+examples/benchmarks/tile_advice_fa2_tc.json.
 Run from the repository root: python examples/tile_advice.py"""
 import json
 from pathlib import Path
 
 import numpy as np
 
-from perfmodel.evaluation import dataset, validate
+from perfmodel.evaluation import advice, dataset, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def by_margin(files) -> list:
+    """advice.shares over every problem of these fa2_tc datasets."""
+    margins, hits = [], []
+    for f in files:
+        (ms,) = dataset.load([f])
+        ev = validate.evaluate([ms], split="all")[0]
+        m, h = advice.pick_margins(ev.problems, ev.predicted_s, ev.measured_s)
+        margins.append(m)
+        hits.append(h)
+    return advice.shares(np.concatenate(margins), np.concatenate(hits))
+
+
 def compute() -> dict:
     out = {}
+    meas = ROOT / "examples" / "measurements"
     for gpu in ("h100", "h200"):
-        (ms,) = dataset.load([ROOT / "examples" / "measurements" / gpu / "fa2_tc.csv"])
+        (ms,) = dataset.load([meas / gpu / "fa2_tc.csv"])
         ev = validate.evaluate([ms], split="all")[0]
         groups = ev.problems
         hits, slow = validate.best_picks(groups, ev.predicted_s, ev.measured_s)
@@ -34,6 +49,11 @@ def compute() -> dict:
                                            "holds_measured_best": float(np.mean(slow2[sizes == n] == 0)),
                                            "slowdown_worst": float(slow2[sizes == n].max())}
                                   for n in np.unique(sizes)}}
+        out[gpu]["pick_best_by_margin"] = by_margin([meas / gpu / "fa2_tc.csv"])
+    # the off-grid sets no fit has seen (the sealed sixth left out), both GPUs pooled
+    out["offgrid_1_5_pick_best_by_margin"] = by_margin(
+        [meas / g / f"fa2_tc.offgrid{s}.csv" for g in ("h100", "h200") for s in ("", "2", "3", "4", "5")])
+    out["margin_edges"] = list(advice.MARGIN_EDGES)
     out["command"] = "python examples/tile_advice.py"
     out["note"] = ("every row scored (the H100 fit's training rows included; the H200 has nothing fitted to its "
                    "timings); predicted with the shipped calibrations")

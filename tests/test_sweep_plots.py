@@ -129,3 +129,14 @@ def test_sweep_best_names_the_runner_up():
     assert row["runner_up"]["time_s"] >= row["time_s"]
     assert (row["runner_up"]["Br"], row["runner_up"]["Bc"], row["runner_up"]["warps"]) != (
         row["Br"], row["Bc"], row["warps"])
+    # beside the margin, how often the recorded picks at that margin were the measured fastest
+    from perfmodel.evaluation import advice
+
+    from perfmodel.kernels import get
+
+    share, problems = advice.pick_best(get("fa2_tc"), row["runner_up"]["time_s"] / row["time_s"] - 1)
+    assert row["pick_measured_best"] == {"share": share, "problems": problems}
+    assert "H100" in out["pick_measured_best_source"]
+    other = run_json(["sweep", "--gpu", "h100", "--kernel", "fa2", "--B", "1", "--H", "8", "--N", "512", "--d", "64",
+                      "--best", "--json"])
+    assert other["rows"][0]["pick_measured_best"] is None        # no measured picks of fa2's tiles to judge by

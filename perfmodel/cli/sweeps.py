@@ -14,7 +14,8 @@ from perfmodel.cli import main
 from perfmodel.cli.common import (calibration_option, err, figure_path, gpu_option, json_option, kernel_option, out,
                                   output_path, shape_options, tile_options)
 from perfmodel.errors import InputError
-from perfmodel.evaluation import sweep as sw
+from perfmodel.evaluation import advice, sweep as sw
+from perfmodel.kernels import get as get_kernel
 from perfmodel.shape import parse_dtype
 
 RANGES = " (a value, a list 16,32,64 or a range 128:8192:x2 / 16:128:16)"
@@ -30,6 +31,10 @@ def _run(gpu_name, kernel, cal_path, dtype, causal, kw, explore=True):
     values = _values(kw)
     dtype = None if dtype is None else parse_dtype(dtype)          # None: the kernel's first (api.kernel_dtype)
     return spec, api.sweep(spec, kernel, calibration=cal_path, dtype=dtype, causal=causal, explore=explore, **values)
+
+
+def _trust_json(tr):
+    return None if tr is None else {"share": tr[0], "problems": tr[1]}
 
 
 @main.command()
@@ -71,6 +76,10 @@ def sweep(gpu_name, kernel, dtype, causal, best, as_csv, as_json, limit, out_pat
             return "", None
         q, t2 = second
         return " ".join(f"{a}={q[a]}" for a in tile_axes if q[a] != p[a]), t2
+
+    def trust(t, t2):
+        """(share, problems) of the recorded picks at this margin that were the measured fastest, or None."""
+        return None if t2 is None else advice.pick_best(get_kernel(res.kernel), t2 / t - 1)
     if out_path:
         from perfmodel import plot
 
@@ -97,25 +106,35 @@ def sweep(gpu_name, kernel, dtype, causal, best, as_csv, as_json, limit, out_pat
                                  "configurations": res.size, "best": best,
                                  "ceilings": res.prediction.ceilings.basis,
                                  "rows": [dict(p, time_s=t, bound=b, **({"runner_up": None if sec is None else
-                                                                          dict(sec[0], time_s=sec[1])}
+                                                                          dict(sec[0], time_s=sec[1]),
+                                                                          "pick_measured_best": _trust_json(
+                                                                              trust(t, sec and sec[1]))}
                                                                          if best else {}))
-                                          for (p, t, b), sec in zip(rows, runners)]}, indent=1))
+                                          for (p, t, b), sec in zip(rows, runners)],
+                                 **({"pick_measured_best_source": advice.SOURCE} if best else {})}, indent=1))
         return
     shown = rows[:limit]
     tab = Table(title=("fastest tile configuration per problem" if best else "fastest configurations")
                 + f" ({len(shown)} of {len(rows)})", title_justify="left", show_edge=False)
-    for c in cols + (["runner-up", "its margin"] if best else []):
+    judged = best and bool(get_kernel(res.kernel).pick_best_by_margin)
+    for c in cols + (["runner-up", "its margin"] if best else []) + (["pick was best"] if judged else []):
         tab.add_column(c, justify="right")
     for (p, t, b), second in zip(shown, runners):
         extra = []
         if best:
             what, t2 = runner(p, second)
             extra = [what or "-", "-" if t2 is None else f"+{(t2 / t - 1) * 100:.1f}%"]
+            if judged:
+                tr = trust(t, t2)
+                extra.append("-" if tr is None else f"{tr[0]:.0%} of {tr[1]}")
         tab.add_row(*(str(p[a]) for a in res.axes), report.si(t, "s"), b, *extra)
     out.print(tab)
     if best and any(s is not None for s in runners):
         err.print("runner-up: the model's second fastest tiles; where the margin is small, time both (README, tile "
                   "advice)")
+    if judged:
+        err.print(f"pick was best: of the measured problems at that margin, how often the pick was the fastest of "
+                  f"their measured tiles (mostly three); from {advice.SOURCE}")
     if len(rows) > len(shown):
         err.print(f"{len(rows) - len(shown)} more rows: raise --limit, or use --csv / --json for all")
 

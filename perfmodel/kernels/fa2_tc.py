@@ -264,6 +264,9 @@ class FA2TC(Kernel):
     # training split it picked tiles better but crossed recorded bounds on data no fit had seen (docs/known-gaps.md;
     # scripts/try_compiled_order.py sets this False): not shipped
     softmax_overlaps_load = True
+    # how often the pick was the measured fastest, by its runner-up's margin (below 1%, 1-2%, 2-5%, 5-10%, beyond):
+    # the H100 grid's 684 problems of three or more measured tiles (examples/tile_advice.py; evaluation/advice.py)
+    pick_best_by_margin = ((0.47, 43), (0.72, 18), (0.86, 111), (0.93, 148), (0.99, 364))
 
     def default_tiles(self, shape=None, gpu=None):
         if shape is not None and int(np.asarray(shape.d)) in DEFAULTS:

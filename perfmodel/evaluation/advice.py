@@ -1,0 +1,56 @@
+"""How far to trust a tile pick: how often the tile the model ranks fastest was the measured fastest, by how much
+slower the model predicts its runner-up (the margin `perfmodel sweep --best` prints).
+
+A pick there is among a problem's measured tiles, mostly three (a sweep may weigh more), so the shares say how far
+the model's order of two tiles holds at a margin. They come from one declared set, the H100's committed fa2_tc grid,
+and are kept with the kernel (Kernel.pick_best_by_margin; examples/tile_advice.py recomputes them;
+tests/test_tile_advice.py holds that they reproduce, and that the H200's grid and the off-grid sets 1-5, which they
+were not taken from, agree within 0.2 in every bin). Where the model calls two tiles within 1% of each other its pick
+was the fastest in under half of those problems: time both."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+# margin bins (runner-up's predicted time over the pick's, less 1): below 1%, 1-2%, 2-5%, 5-10%, 10% and more; a
+# kernel's shares per bin are its Kernel.pick_best_by_margin
+MARGIN_EDGES = (0.01, 0.02, 0.05, 0.10)
+SOURCE = "the H100's committed grid (examples/tile_advice.py)"
+
+
+def margin_bin(margin) -> np.ndarray:
+    """The bin of MARGIN_EDGES each margin falls in (0 = below 1%)."""
+    return np.digitize(np.asarray(margin, dtype=float), MARGIN_EDGES)
+
+
+def pick_margins(groups, ranked, truth) -> tuple[np.ndarray, np.ndarray]:
+    """For each group of >= 3 tile configurations sharing a problem: the margin of the runner-up by ``ranked`` over
+    the pick, and whether the pick is the fastest by ``truth``."""
+    idx = defaultdict(list)
+    for i, g in enumerate(groups):
+        idx[g].append(i)
+    margins, hits = [], []
+    for ii in idx.values():
+        if len(ii) < 3:
+            continue
+        ii = np.array(ii)
+        order = ii[np.argsort(ranked[ii], kind="stable")]
+        margins.append(ranked[order[1]] / ranked[order[0]] - 1)
+        hits.append(truth[order[0]] == truth[ii].min())
+    return np.array(margins), np.array(hits, dtype=bool)
+
+
+def shares(margins, hits) -> list:
+    """Per margin bin: [share of picks that were the fastest, rounded to 2 digits, or None; problems]."""
+    b = margin_bin(margins)
+    return [[round(float(hits[b == k].mean()), 2) if (b == k).any() else None, int((b == k).sum())]
+            for k in range(len(MARGIN_EDGES) + 1)]
+
+
+def pick_best(kernel, margin: float):
+    """(share, problems) of the recorded picks at this margin that were the measured fastest; None for a kernel
+    (a perfmodel.kernels.Kernel) without a record."""
+    table = kernel.pick_best_by_margin
+    return table[int(margin_bin(margin))] if table else None
