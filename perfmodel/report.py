@@ -13,6 +13,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from perfmodel.evaluation import advice
+
 
 
 def si(value: float, unit: str = "", digits: int = 3) -> str:
@@ -109,7 +111,23 @@ def prediction_dict(pred) -> dict:
                             "threads_per_block": int(_f(cl.threads)), "regs_per_thread": int(_f(cl.regs)),
                             "blocks_per_sm": int(_f(cb)), "time_s": _f(ts)}
                            for key, cl, cb, ts in pred.companions if _f(cl.grid_blocks) > 0],
+        # how this kernel's predictions fared against the committed measurements, on this GPU and on those measured
+        "measured_accuracy": advice.measured_accuracy(pred.kernel, pred.gpu.key),
     }
+
+
+def _accuracy_line(kernel: str, acc: dict) -> str | None:
+    """One line on how the kernel's predictions fared against measurements (prediction_dict's measured_accuracy)."""
+    here = acc.get("this_gpu")
+    if here:
+        rows = (f"{here['rows']} held-out launches" if here["split"] == "test"
+                else f"{here['rows']} launches, none of them fitted to")
+        return (f"measured on this GPU: {here['mape']:.1f}% mean error, {here['max_ape']:.0f}% worst, over {rows} "
+                f"(examples/accuracy.json)")
+    if acc.get("gpus"):
+        return (f"not measured on this GPU; {kernel} elsewhere: "
+                + ", ".join(f"{g} {e['mape']:.1f}% mean ({e['max_ape']:.0f}% worst)" for g, e in acc["gpus"].items()))
+    return f"{kernel} has not been measured: its prediction is unvalidated"
 
 
 def seed_dict(gpu, kernel: str, params: dict, sp) -> dict:
@@ -168,5 +186,7 @@ def render_prediction(console: Console, d: dict) -> None:
         console.print(f"SM clock: {d['clock_mhz']:.0f} MHz{power}")
     if "constants" in d:
         console.print(f"constants: {d['constants']}")
+    if "measured_accuracy" in d:
+        console.print(_accuracy_line(d["kernel"], d["measured_accuracy"]))
     for n in d.get("notes", []):
         console.print(f"note: {n}")

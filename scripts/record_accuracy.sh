@@ -33,6 +33,9 @@ print(json.dumps({"command": "scripts/record_accuracy.sh", "fitted": fitted, "pr
                   "h200_all_rows": h200, "h200_spec_and_sm_90_constants": h200_spec, "tensor_core": tc},
                  indent=2))
 PY
+# the shipped configuration's figures, packaged for `perfmodel predict` (perfmodel/evaluation/advice.py)
+python3 -c "import json; from perfmodel.evaluation import advice
+advice.MEASURED.write_text(json.dumps(advice.measured_table(json.load(open('examples/accuracy.json'))), indent=1) + '\n')"
 python3 - <<'PY'
 import json
 a = json.load(open("examples/accuracy.json"))

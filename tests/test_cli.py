@@ -35,7 +35,7 @@ def test_readme_quick_start_output_is_what_predict_prints():
     code, out, _ = run(PRED)
     assert code == 0
     keys = ("FLOPs", "DRAM bytes", "L2 bytes", "shared", "launch:", "latency", "smem", "issue", "fp32", "sfu",
-            "l2 ", "dram ", "predicted time:", "constants:", "note:")
+            "l2 ", "dram ", "predicted time:", "constants:", "note:", "not measured", "measured on")
     pick = lambda text: [" ".join(l.split()) for l in text.splitlines() if l.strip().startswith(keys)]
     assert pick(block) == pick(out)
 
@@ -319,3 +319,27 @@ def test_fit_after_only_refuses_what_it_cannot_hold(tmp_path, kernel, calfile, e
     r = CliRunner().invoke(main, ["fit", *data, "--kernel", kernel, "--calibration", str(target), "--after-only",
                                   *extra])
     assert r.exit_code == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.output
+
+
+def test_predict_says_how_the_kernel_fared_against_measurements():
+    """Beside each prediction, the kernel's error on the committed measurements (perfmodel/evaluation/
+    measured_accuracy.json, which is examples/accuracy.json's shipped configuration): this GPU's where it was
+    measured, the measured GPUs' otherwise, and a plain word for a kernel never measured."""
+    from perfmodel.evaluation import advice
+
+    rec = json.loads((Path(__file__).resolve().parents[1] / "examples" / "accuracy.json").read_text())
+    assert json.loads(advice.MEASURED.read_text()) == advice.measured_table(rec)
+    h100 = rec["tensor_core"]["fa2_tc/h100-sxm"]
+    _, out, _ = run(["predict", "--gpu", "h100", "--kernel", "fa2_tc", "--N", "1024", "--d", "64", "--json"])
+    acc = json.loads(out)["measured_accuracy"]
+    assert acc["this_gpu"] == {"mape": round(h100["mape"], 2), "max_ape": round(h100["max_ape"], 1),
+                               "rows": h100["n"], "split": "test"}
+    assert set(acc["gpus"]) == {"h100-sxm", "h200"}
+    _, out, _ = run(["predict", "--gpu", "a100", "--kernel", "fa2_tc", "--N", "1024", "--d", "64", "--json"])
+    assert json.loads(out)["measured_accuracy"]["this_gpu"] is None
+    _, out, _ = run(["predict", "--gpu", "h100", "--kernel", "sdpa-cudnn", "--N", "1024", "--d", "64"])
+    assert "measured on this GPU:" in out and "none of them fitted to" in out
+    import toy_kernel  # noqa: F401  (registers "toy", a kernel in one file that nothing has measured)
+
+    _, out, _ = run(["predict", "--gpu", "h100", "--kernel", "toy", "--N", "1024", "--d", "64"])
+    assert "toy has not been measured" in out

@@ -1,5 +1,12 @@
-"""How far to trust a tile pick: how often the tile the model ranks fastest was the measured fastest, by how much
-slower the model predicts its runner-up (the margin `perfmodel sweep --best` prints).
+"""How far to trust the model's answers, from what it was measured against.
+
+A prediction's error: MEASURED (measured_accuracy.json beside this module, shipped with the package) holds, per
+kernel and GPU, the error of the shipped configuration on the committed datasets, as scripts/record_accuracy.sh
+records it in examples/accuracy.json (held-out rows where path costs were fitted on that GPU's rows, every row
+elsewhere); `perfmodel predict` prints it beside each prediction.
+
+A tile pick: how often the tile the model ranks fastest was the measured fastest, by how much slower the model
+predicts its runner-up (the margin `perfmodel sweep --best` prints).
 
 A pick there is among a problem's measured tiles, mostly three (a sweep may weigh more), so the shares say how far
 the model's order of two tiles holds at a margin. They come from one declared set, the H100's committed fa2_tc grid,
@@ -10,9 +17,17 @@ was the fastest in under half of those problems: time both."""
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
+from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
+
+MEASURED = Path(__file__).with_name("measured_accuracy.json")
+# the sections of examples/accuracy.json that hold the shipped configuration (the others: probe constants only, an
+# unprobed H200)
+SHIPPED_SECTIONS = ("fitted", "h200_all_rows", "tensor_core")
 
 # margin bins (runner-up's predicted time over the pick's, less 1): below 1%, 1-2%, 2-5%, 5-10%, 10% and more; a
 # kernel's shares per bin are its Kernel.pick_best_by_margin
@@ -54,3 +69,26 @@ def pick_best(kernel, margin: float):
     (a perfmodel.kernels.Kernel) without a record."""
     table = kernel.pick_best_by_margin
     return table[int(margin_bin(margin))] if table else None
+
+
+def measured_table(record: dict) -> dict:
+    """kernel -> gpu key -> {mape, max_ape, rows, split} of the shipped configuration, from an examples/accuracy.json
+    record (the content of measured_accuracy.json)."""
+    out: dict = {}
+    for section in SHIPPED_SECTIONS:
+        for v in record[section].values():
+            out.setdefault(v["kernel"], {})[v["gpu"]] = {"mape": round(v["mape"], 2), "max_ape": round(v["max_ape"], 1),
+                                                         "rows": v["n"], "split": v["split"]}
+    return out
+
+
+@lru_cache(maxsize=1)
+def _measured() -> dict:
+    return json.loads(MEASURED.read_text()) if MEASURED.exists() else {}
+
+
+def measured_accuracy(kernel: str, gpu_key: str) -> dict:
+    """How the kernel's predictions fared against measurements: {"this_gpu": entry or None, "gpus": {gpu key:
+    entry}} (entries as measured_table's; "gpus" empty where the kernel was never measured)."""
+    by_gpu = _measured().get(kernel, {})
+    return {"this_gpu": by_gpu.get(gpu_key), "gpus": dict(by_gpu)}
