@@ -111,8 +111,11 @@ def prediction_dict(pred) -> dict:
                             "threads_per_block": int(_f(cl.threads)), "regs_per_thread": int(_f(cl.regs)),
                             "blocks_per_sm": int(_f(cb)), "time_s": _f(ts)}
                            for key, cl, cb, ts in pred.companions if _f(cl.grid_blocks) > 0],
-        # how this kernel's predictions fared against the committed measurements, on this GPU and on those measured
-        "measured_accuracy": advice.measured_accuracy(pred.kernel, pred.gpu.key),
+        # how this kernel's predictions fared against the committed measurements, on this GPU and on those measured,
+        # with the shipped calibrations (``shipped_calibration``: whether this prediction uses this GPU's)
+        "measured_accuracy": dict(advice.measured_accuracy(pred.kernel, pred.gpu.key),
+                                  shipped_calibration=not pred.calibration.source.endswith(".yaml")
+                                  or pred.calibration.source.startswith("built-in ")),
     }
 
 
@@ -122,8 +125,9 @@ def _accuracy_line(kernel: str, acc: dict) -> str | None:
     if here:
         rows = (f"{here['rows']} held-out launches" if here["split"] == "test"
                 else f"{here['rows']} launches, none of them fitted to")
-        return (f"measured on this GPU: {here['mape']:.1f}% mean error, {here['max_ape']:.0f}% worst, over {rows} "
+        text = (f"measured on this GPU: {here['mape']:.1f}% mean error, {here['max_ape']:.0f}% worst, over {rows} "
                 f"(examples/accuracy.json)")
+        return text if acc.get("shipped_calibration", True) else text + ", with its shipped calibration, not this one"
     if acc.get("gpus"):
         return (f"not measured on this GPU; {kernel} elsewhere: "
                 + ", ".join(f"{g} {e['mape']:.1f}% mean ({e['max_ape']:.0f}% worst)" for g, e in acc["gpus"].items()))

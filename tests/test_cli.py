@@ -338,7 +338,12 @@ def test_predict_says_how_the_kernel_fared_against_measurements():
     _, out, _ = run(["predict", "--gpu", "a100", "--kernel", "fa2_tc", "--N", "1024", "--d", "64", "--json"])
     assert json.loads(out)["measured_accuracy"]["this_gpu"] is None
     _, out, _ = run(["predict", "--gpu", "h100", "--kernel", "sdpa-cudnn", "--N", "1024", "--d", "64"])
-    assert "measured on this GPU:" in out and "none of them fitted to" in out
+    assert "measured on this GPU:" in out and "none of them fitted to" in out and "not this one" not in out
+    # with a calibration of one's own, the figures are the shipped calibration's, and the line says so
+    own = Path(__file__).resolve().parents[1] / "examples" / "measurements" / "h100" / "probe" / "probe-calibration.yaml"
+    _, out, _ = run(["predict", "--gpu", "h100", "--kernel", "sdpa-cudnn", "--N", "1024", "--d", "64",
+                     "--calibration", str(own)])
+    assert "with its shipped calibration, not this one" in " ".join(out.split())
     import toy_kernel  # noqa: F401  (registers "toy", a kernel in one file that nothing has measured)
 
     _, out, _ = run(["predict", "--gpu", "h100", "--kernel", "toy", "--N", "1024", "--d", "64"])
