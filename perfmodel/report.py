@@ -16,7 +16,6 @@ from rich.table import Table
 from perfmodel.evaluation import advice
 
 
-
 def si(value: float, unit: str = "", digits: int = 3) -> str:
     """1.23e9, 'B' -> '1.23 GB' (decimal prefixes throughout)."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
@@ -119,7 +118,7 @@ def prediction_dict(pred) -> dict:
     }
 
 
-def _accuracy_line(kernel: str, acc: dict) -> str | None:
+def _accuracy_line(kernel: str, acc: dict) -> str:
     """One line on how the kernel's predictions fared against measurements (prediction_dict's measured_accuracy)."""
     here = acc.get("this_gpu")
     if here:
