@@ -128,7 +128,7 @@ def _accuracy_line(kernel: str, acc: dict) -> str:
                 f"(examples/accuracy.json)")
         return text if acc.get("shipped_calibration", True) else text + ", with its shipped calibration, not this one"
     if acc.get("gpus"):
-        return (f"not measured on this GPU; {kernel} elsewhere: "
+        return (f"not measured on this GPU, so its error here is unknown; {kernel} on the GPUs measured: "
                 + ", ".join(f"{g} {e['mape']:.1f}% mean ({e['max_ape']:.0f}% worst)" for g, e in acc["gpus"].items()))
     return f"{kernel} has not been measured: its prediction is unvalidated"
 
