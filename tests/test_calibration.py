@@ -276,3 +276,48 @@ def test_a_probe_file_without_the_shared_room_keeps_the_device_scaled_unit(tmp_p
     f.write_text(yaml.safe_dump(raw))
     with pytest.raises(InputError, match="l2_shared_bytes"):
         calibration.load(f, spec)
+
+
+def test_a_probe_file_without_fits_takes_its_architectures_fits():
+    """A `perfmodel probe` run writes no path_fits; loaded, it takes the fits its architecture's file names (the
+    H100's own for sm_90), as a GPU without any file does, and its own fits where it has them win. With them the
+    whole probe runs of 2026-11-23 (probe/probe-calibration.yaml) score fa2_tc near the shipped calibrations (H100
+    held-out rows 3.6% against 3.1%; H200 every row 3.0%); with probe constants alone the H100's were 20.7% off."""
+    from perfmodel.evaluation import dataset, validate
+
+    spec = gpu.resolve("h100")
+    probe_file = ROOT / "examples" / "measurements" / "h100" / "probe" / "probe-calibration.yaml"
+    cal = calibration.load(probe_file, spec)
+    shipped = calibration.resolve(spec)
+    assert set(cal.path_fits) == set(shipped.path_fits)
+    for k, f in cal.path_fits.items():
+        assert f["carried_from"] == "h100-sxm" and f["costs"] == shipped.path_fits[k]["costs"]
+    assert "fitted on a training split of h100-sxm" in cal.describe("fa2_tc", "fa2_tc")
+    # the shipped file itself takes nothing from itself
+    assert all("carried_from" not in f for f in shipped.path_fits.values())
+    (ms,) = dataset.load([ROOT / "examples" / "measurements" / "h100" / "fa2_tc.csv"])
+    with_fits, = validate.evaluate([ms], cal_path=str(probe_file))
+    without, = validate.evaluate([ms], cal_path=str(probe_file), use_fits=False)
+    assert with_fits.summary()["mape"] < 4.0 < 15.0 < without.summary()["mape"]
+    h200_file = ROOT / "examples" / "measurements" / "h200" / "probe" / "probe-calibration.yaml"
+    (ms,) = dataset.load([ROOT / "examples" / "measurements" / "h200" / "fa2_tc.csv"])
+    h200, = validate.evaluate([ms], cal_path=str(h200_file), split="all")
+    assert h200.summary()["mape"] < 3.5
+
+
+def test_fit_after_only_will_not_hold_carried_costs(tmp_path):
+    """`perfmodel fit --after-only` holds path costs fitted on the file's own rows; costs a probe file takes from
+    its architecture's donor are not that, so it refuses (a one-line error, exit code 2)."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from perfmodel.cli import main
+
+    f = tmp_path / "cal.yaml"
+    shutil.copy(ROOT / "examples" / "measurements" / "h100" / "probe" / "probe-calibration.yaml", f)
+    before = f.read_text()
+    r = CliRunner().invoke(main, ["fit", str(ROOT / "examples" / "measurements" / "h100" / "fa2_tc.csv"), "--kernel",
+                                  "fa2_tc", "--calibration", str(f), "--after-only"])
+    assert r.exit_code == 2 and "holds no path costs of fa2_tc fitted on its own rows" in r.output
+    assert f.read_text() == before

@@ -141,7 +141,7 @@ def fit(files, kernel, gpu_name, cal_path, from_path, ranking_share, after_only)
     cal = calibration.load(cal_path, spec)
     if after_only:
         held = cal.path_fits.get(kernel)
-        if not isinstance(held, dict) or "carried_over" in held:
+        if not isinstance(held, dict) or "carried_over" in held or "carried_from" in held:
             raise InputError(f"{cal_path} holds no path costs of {kernel} fitted on its own rows to hold; run "
                              f"`perfmodel fit` without --after-only first")
         result = fit_mod.fit_path(spec, cal, ms, ranking_share=ranking_share, hold=True)

@@ -144,7 +144,7 @@ def from_spec(gpu: GPUSpec) -> Calibration:
     return dataclasses.replace(base, path_fits=carried_fits(gpu, head, base.path_cycles))
 
 
-def carried_fits(gpu: GPUSpec, head: dict, cycles: dict) -> dict:
+def carried_fits(gpu: GPUSpec, head: dict, cycles: dict, into: Path | None = None) -> dict:
     """The kernels' fits of the GPU an architecture file names, for a GPU without a probe of its own. The same SM
     (``path_fits_from``) takes them whole. Another architecture (``scaled_fits_from``) takes the unitless ones
     (JOIN_PARAMS) as they are and each cost in cycles as the same multiple of its own base cost (``cycles``: this
@@ -153,10 +153,13 @@ def carried_fits(gpu: GPUSpec, head: dict, cycles: dict) -> dict:
     compiled for sm_80 or sm_86 repeats (the same HMMA, LDSM, MUFU, barrier and cp.async counts: README, GPU
     specs). A cost whose base is 0 on either side (no microbenchmark prices it) carries as it is. On the H100 the
     join's parameters alone, at its probe's latencies, put fa2_tc 17% slow on every measured row, and its probe
-    alone fa2 23% fast: docs/known-gaps.md."""
+    alone fa2 23% fast: docs/known-gaps.md. ``into``: a calibration file of this GPU's own that lacks fits (a
+    `perfmodel probe` run's), which takes them from the donor even where the donor is this GPU's shipped file."""
     donor_key = head.get("path_fits_from") or head.get("scaled_fits_from")
     donor = builtin_dir() / "calibration" / f"{donor_key}.yaml" if donor_key else None
-    if not donor_key or donor_key == gpu.key or not donor.exists():
+    if not donor_key or not donor.exists():
+        return {}
+    if into is None and donor_key == gpu.key or into is not None and donor.resolve() == Path(into).resolve():
         return {}
     if "path_fits_from" in head:
         raw = read_yaml(donor, "calibration file") or {}
@@ -301,8 +304,13 @@ def load(path: str | Path, gpu: GPUSpec) -> Calibration:
         if not isinstance(fit, dict):
             raise InputError(f"{path}: path_fits.{kernel} must be a mapping with 'costs'")
         clean[str(kernel)] = dict(fit, costs=_costs(path, f"path_fits.{kernel}.costs", fit.get("costs")))
-    return dataclasses.replace(base, source=str(path), path_cycles=cycles, path_fits=clean, basis_note="",
-                               power=_power(path, raw.get("power")), **nums)
+    # a kernel the file holds no fit of takes its architecture's donor's, as a GPU without a file does (from_spec),
+    # scaled to this file's latencies where the donor is another architecture
+    from perfmodel.hw import arch
+
+    carried = carried_fits(gpu, arch.header(arch.nearest(gpu.sm)), cycles, into=path)
+    return dataclasses.replace(base, source=str(path), path_cycles=cycles, path_fits={**carried, **clean},
+                               basis_note="", power=_power(path, raw.get("power")), **nums)
 
 
 def _power(path, block) -> dict:
