@@ -118,13 +118,13 @@ case $step in
     python3 -c "from perfmodel.measure import build; build.load()"          # built outside the profiler
     ncu_probe probe_l2_reuse l2_reuse probe_reuse ;;
   probe-l2-share)     # L2's re-read misses by how many blocks read a line and where they sit (ncu counts)
-    python3 -c "from perfmodel.measure import build; build.load_single('probe_share.cu', 'share', deps=('sm_timer.cuh',))"
+    python3 -c "from perfmodel.measure import probe; probe.share_module()"
     # and the traffic between the two L2 partitions, where this GPU's ncu knows the counter
     ncu_probe probe_l2_share l2_share share_kernel lts__t_sectors_srcunit_ltcfabric ;;
   probe-l2-stream) python3 scripts/probe_l2_stream.py "$OUT/l2_stream.json" ;;   # cp.async fills from L2 / DRAM, nothing else running
   probe-l2-share-timed) python3 scripts/probe_l2_share.py timed "$OUT/l2_share_timed.json" ;;  # the same room, timed (perfmodel probe's way)
   probe-l2-share-fine)  # the room counted at the timed step's 41 sizes (every block reading one buffer)
-    python3 -c "from perfmodel.measure import build; build.load_single('probe_share.cu', 'share', deps=('sm_timer.cuh',))"
+    python3 -c "from perfmodel.measure import probe; probe.share_module()"
     SHARE_SET=fine ncu_probe probe_l2_share l2_share_fine share_kernel ;;
   sass-sm89)          # what nvcc makes of the sources for Ada: listings to compare with sm_86's (gpus/arch/sm_89.yaml, M2)
     d="$OUT/sass_sm89"; mkdir -p "$d"

@@ -73,9 +73,9 @@ def fine_configs(sm: int, l2_bytes: int) -> list:
 
 
 def launch(configs_path):
-    from perfmodel.measure import build, probe
+    from perfmodel.measure import probe
 
-    torch, tool, ext = build.load_single("probe_share.cu", "share", deps=("sm_timer.cuh",))
+    torch, tool, ext = probe.share_module()
     props = torch.cuda.get_device_properties(0)
     sm = props.multi_processor_count
     share_set = os.environ.get("SHARE_SET", "")
@@ -122,9 +122,9 @@ def shared_room(record: dict) -> float:
 
 def timed(out_path):
     """The all-blocks launch timed at 41 sizes (shared_room_timed), three times over, with its provenance."""
-    from perfmodel.measure import build, probe
+    from perfmodel.measure import probe
 
-    torch, tool, ext = build.load_single("probe_share.cu", "share", deps=("sm_timer.cuh",))
+    torch, tool, ext = probe.share_module()
     props = torch.cuda.get_device_properties(0)
     runs = [probe.shared_room_timed(torch, ext, props.multi_processor_count, props.L2_cache_size)
             for _ in range(3)]

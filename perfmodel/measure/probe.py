@@ -169,7 +169,7 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
         f" -> effective L2 {l2_eff / 2**20:.1f} MiB")
 
     # 4c. the room L2 gives lines every block re-reads (the DRAM rule's cross-wave unit), timed (its own module)
-    _, _, share_ext = build.load_single("probe_share.cu", "share", deps=("sm_timer.cuh",))
+    _, _, share_ext = share_module()
     shared = shared_room_timed(torch, share_ext, sm, props.L2_cache_size, log=log)
     raw["shared_read_seconds_by_buffer_bytes"] = dict(zip(shared["sizes_bytes"], shared["seconds"]))
 
@@ -277,6 +277,14 @@ def shared_room_from_times(sizes, seconds, ends: int = 3) -> float:
         raise ValueError(f"a byte takes {miss / hit:.2f}x as long at the largest sizes as at the smallest: "
                          f"no step from L2 hits to misses")
     return half_miss(zip(b, (y - hit) / (miss - hit)))
+
+
+def share_module():
+    """(torch, toolchain facts, module) of csrc/probe_share.cu, the shared-read launch, built as its own extension
+    (`perfmodel probe`, scripts/probe_l2_share.py)."""
+    from perfmodel.measure import build
+
+    return build.load_single("probe_share.cu", "share", deps=("sm_timer.cuh",))
 
 
 def shared_read_sizes(l2_bytes: int) -> list:
