@@ -69,6 +69,7 @@ def sweep(gpu_name, kernel, dtype, causal, best, as_csv, as_json, limit, out_pat
     # with --best: each problem's runner-up, to time beside the pick where the two lie close
     runners = res.runners_up() if best else [None] * len(rows)
     tile_axes = res.axes[len(sw.AXES):]
+    swept = get_kernel(res.kernel)
 
     def runner(p, second):
         """The runner-up's tile fields that differ from the pick's, and how much slower it is predicted."""
@@ -79,7 +80,7 @@ def sweep(gpu_name, kernel, dtype, causal, best, as_csv, as_json, limit, out_pat
 
     def trust(t, t2):
         """(share, problems) of the recorded picks at this margin that were the measured fastest, or None."""
-        return None if t2 is None else advice.pick_best(get_kernel(res.kernel), t2 / t - 1)
+        return None if t2 is None else advice.pick_best(swept, t2 / t - 1)
     if out_path:
         from perfmodel import plot
 
@@ -116,7 +117,7 @@ def sweep(gpu_name, kernel, dtype, causal, best, as_csv, as_json, limit, out_pat
     shown = rows[:limit]
     tab = Table(title=("fastest tile configuration per problem" if best else "fastest configurations")
                 + f" ({len(shown)} of {len(rows)})", title_justify="left", show_edge=False)
-    judged = best and bool(get_kernel(res.kernel).pick_best_by_margin)
+    judged = best and bool(swept.pick_best_by_margin)
     for c in cols + (["runner-up", "its margin"] if best else []) + (["pick was best"] if judged else []):
         tab.add_column(c, justify="right")
     for (p, t, b), second in zip(shown, runners):

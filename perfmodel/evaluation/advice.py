@@ -18,7 +18,6 @@ was the fastest in under half of those problems: time both."""
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
 
@@ -43,14 +42,10 @@ def margin_bin(margin) -> np.ndarray:
 def pick_margins(groups, ranked, truth) -> tuple[np.ndarray, np.ndarray]:
     """For each group of >= 3 tile configurations sharing a problem: the margin of the runner-up by ``ranked`` over
     the pick, and whether the pick is the fastest by ``truth``."""
-    idx = defaultdict(list)
-    for i, g in enumerate(groups):
-        idx[g].append(i)
+    from perfmodel.evaluation.validate import tile_choices
+
     margins, hits = [], []
-    for ii in idx.values():
-        if len(ii) < 3:
-            continue
-        ii = np.array(ii)
+    for ii in tile_choices(groups):
         order = ii[np.argsort(ranked[ii], kind="stable")]
         margins.append(ranked[order[1]] / ranked[order[0]] - 1)
         hits.append(truth[order[0]] == truth[ii].min())

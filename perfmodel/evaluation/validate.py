@@ -39,18 +39,23 @@ def spearman(a, b) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
-def grouped_spearman(groups, pred, meas) -> tuple[float, int]:
-    """Mean Spearman correlation over groups of >= 3 tile configurations sharing (B, H, N, d)."""
+def tile_choices(groups):
+    """The row indices (an array) of each problem in ``groups`` (one key per row) with >= 3 tile configurations: a
+    choice of tiles to rank, in the order the problems first appear."""
     idx = defaultdict(list)
     for i, g in enumerate(groups):
         idx[g].append(i)
+    return [np.array(ii) for ii in idx.values() if len(ii) >= 3]
+
+
+def grouped_spearman(groups, pred, meas) -> tuple[float, int]:
+    """Mean Spearman correlation over groups of >= 3 tile configurations sharing (B, H, N, d)."""
     vals, weights = [], []
-    for ii in idx.values():
-        if len(ii) >= 3:
-            s = spearman(pred[ii], meas[ii])
-            if np.isfinite(s):
-                vals.append(s)
-                weights.append(len(ii))
+    for ii in tile_choices(groups):
+        s = spearman(pred[ii], meas[ii])
+        if np.isfinite(s):
+            vals.append(s)
+            weights.append(len(ii))
     if not vals:
         return float("nan"), 0
     return float(np.average(vals, weights=weights)), len(vals)
@@ -67,14 +72,8 @@ def shortlist_picks(groups, ranked, truth, k: int) -> tuple[int, np.ndarray, np.
     many groups' short-lists hold their fastest by ``truth``, each group's slowdown of the short-list's fastest
     against its fastest, and each group's size (a short-list of k drawn at random holds the fastest with chance
     k / size)."""
-    idx = defaultdict(list)
-    for i, g in enumerate(groups):
-        idx[g].append(i)
     hits, slow, sizes = 0, [], []
-    for ii in idx.values():
-        if len(ii) < 3:
-            continue
-        ii = np.array(ii)
+    for ii in tile_choices(groups):
         short = ii[np.argsort(ranked[ii], kind="stable")[:k]]
         best = ii[np.argmin(truth[ii])]
         hits += int(best in short)
