@@ -113,8 +113,7 @@ def prediction_dict(pred) -> dict:
         # how this kernel's predictions fared against the committed measurements, on this GPU and on those measured,
         # with the shipped calibrations (``shipped_calibration``: whether this prediction uses this GPU's)
         "measured_accuracy": dict(advice.measured_accuracy(pred.kernel, pred.gpu.key),
-                                  shipped_calibration=not pred.calibration.source.endswith(".yaml")
-                                  or pred.calibration.source.startswith("built-in ")),
+                                  shipped_calibration=pred.calibration.shipped),
     }
 
 

@@ -18,6 +18,9 @@ from perfmodel.hw.gpu import GPUSpec, builtin_dir
 from perfmodel.model.counts import PATH_FEATURES
 
 
+BUILTIN_SOURCE = "built-in calibration/"   # a shipped file's source, before its name (resolve)
+
+
 @dataclass(frozen=True)
 class Calibration:
     source: str                      # "spec" or the file it came from
@@ -59,6 +62,11 @@ class Calibration:
     def basis(self) -> str:
         """'probe' (this GPU's own probe file) or 'spec' (spec sheet + architecture constants)."""
         return "probe" if self.source.endswith(".yaml") else "spec"
+
+    @property
+    def shipped(self) -> bool:
+        """Whether this is what a prediction takes without a file given (resolve): the shipped file, or the spec."""
+        return self.basis == "spec" or self.source.startswith(BUILTIN_SOURCE)
 
     # ``key``: the kernel whose fitted path costs apply (a kernel's ``Kernel.fit_key``: its own name, or the
     # kernel whose loop forms it shares)
@@ -157,9 +165,8 @@ def carried_fits(gpu: GPUSpec, head: dict, cycles: dict, into: Path | None = Non
     `perfmodel probe` run's), which takes them from the donor even where the donor is this GPU's shipped file."""
     donor_key = head.get("path_fits_from") or head.get("scaled_fits_from")
     donor = builtin_dir() / "calibration" / f"{donor_key}.yaml" if donor_key else None
-    if not donor_key or not donor.exists():
-        return {}
-    if into is None and donor_key == gpu.key or into is not None and donor.resolve() == Path(into).resolve():
+    own = Path(into) if into is not None else builtin_dir() / "calibration" / f"{gpu.key}.yaml"
+    if not donor_key or not donor.exists() or donor.resolve() == own.resolve():
         return {}
     if "path_fits_from" in head:
         raw = read_yaml(donor, "calibration file") or {}
@@ -345,6 +352,6 @@ def resolve(gpu: GPUSpec, path: str | Path | None = None, use_builtin: bool = Tr
         cal = load(path, gpu)
     else:
         found = builtin_path(gpu) if use_builtin else None
-        cal = dataclasses.replace(load(found, gpu), source=f"built-in calibration/{found.name}") if found \
+        cal = dataclasses.replace(load(found, gpu), source=f"{BUILTIN_SOURCE}{found.name}") if found \
             else from_spec(gpu)
     return cal if use_fits else dataclasses.replace(cal, path_fits={})
