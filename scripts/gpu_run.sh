@@ -8,12 +8,13 @@
 #   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | offgrid-tc | offgrid2-tc | offgrid3-tc | offgrid4-tc | offgrid5-tc | offgrid6-tc | repeat-tc | clocked-tc | power-check | sdpa-fresh | head-start-check
 #         | ncu | ncu-tc | ncu-dram | ncu-dram-band | ncu-dram-band2 | ncu-dram-repeat | ncu-dram-repeat-tc | bench-tc | probe-pipes | probe-fill | probe-clock | probe-coresident | probe-crowd | probe-l2-reuse | probe-l2-share | probe-l2-share-timed | probe-l2-share-fine | probe-l2-stream | probe-ldsm | lone-crowd
 #         | probe-wgmma | probe-wgmma-chain | probe-tensor-clock | probe-dispatch | probe-cold | probe-writeback | trace-tc | trace-tc-late | trace-tc-fair | trace-tc-phase | trace-tc-phase-cold | trace-tc-short | sdpa-kernels | sdpa-calls | ncu-stalls
-#         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | ncu-tc-sass | ncu-tc-sass-full | probe-icache | probe-power | sass-sm89 | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
+#         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | ncu-tc-sass | ncu-tc-sass-full | probe-icache | probe-power | sass-sm89 | sass-tc | all     (several steps: "scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
 #   power-check: long fa2_tc launches with the SM clock and power sampled (examples/grids/power-check.yaml)
 #   clocked-tc: time the whole fa2_tc grid with each run's SM clock measured (RUN=2: a second file)
 #   repeat-tc: time the whole fa2_tc grid again into fa2_tc.repeat.csv (the data's own repeatability)
 #   retime-tc: measure again the fa2_tc rows whose recorded timing was disturbed (measure --retime-unstable)
 #   sass-sm89: sm_86/sm_89 builds of probe, fa1, fa2 and fa2_tc disassembled (no kernel runs; needs cuobjdump)
+#   sass-tc: fa2_tc's measured build for sm_90, sm_89, sm_86 and sm_80, every instance disassembled (no kernel runs)
 #   PACK=1: pack everything under $OUT into $OUT/out.tar.gz at the end (a lent machine returns at most 8 files)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -140,6 +141,10 @@ case $step in
       cuobjdump -sass "/tmp/tc_$a.cubin" | awk '/Function :/{f=($0 ~ /fa2_tc_kernelI6__half/)} f' \
         | grep -v '^ *\/\* 0x[0-9a-f]* \*\/ *$' | sed 's# */\* 0x[0-9a-f]* \*/##' > "$d/fa2_tc_sm$a.sass"
     done ;;
+  sass-tc)            # fa2_tc's code, every instance, for the instruction counts read off it (kernels/fa2_tc.py CODE)
+    d="$OUT/sass_tc"; mkdir -p "$d"
+    for a in 90 89 86 80; do python3 scripts/sass_phases.py --build measured "$d/fa2_tc_sm$a.sass" $a & done; wait
+    { nvcc --version | tail -2; cuobjdump --version | tail -1; date -u; echo "scripts/gpu_run.sh sass-tc"; } > "$d/env.txt" ;;
   probe-ldsm)         # ldmatrix wavefronts per clock with unmergeable loads, and the loop's SASS (LDSM per body)
     python3 scripts/probe_ldsm.py "$OUT/ldsm.json"
     so=$(find "$PERFMODEL_BUILD_DIR" -name 'perfmodel_*.so' | head -1)

@@ -11,10 +11,11 @@ tests/test_sass_phases.py checks the committed listings. The model keeps the sou
 
 Usage:
   python3 scripts/sass_phases.py LISTING.sass [...]          the order, per instance
-  python3 scripts/sass_phases.py --build BUILD OUT.sass      compile fa2_tc.cu as the measured build (BUILD=measured)
-                                                             or the phase-trace build (BUILD=phase) for sm_90 with
-                                                             torch's extension flags, and write its listing (nvcc and
-                                                             cuobjdump on PATH; no GPU used)
+  python3 scripts/sass_phases.py --build BUILD OUT.sass [SM]  compile fa2_tc.cu as the measured build (BUILD=measured)
+                                                             or the phase-trace build (BUILD=phase) for sm_SM (90
+                                                             unless given) with torch's extension flags, and write
+                                                             its listing, every head dimension (nvcc and cuobjdump
+                                                             on PATH; no GPU used)
 """
 import re
 import subprocess
@@ -27,7 +28,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import sass_loops  # noqa: E402
 
 # torch.utils.cpp_extension's flags for a CUDA source (torch 2.11, sm_90), as the builds use them
-NVCC_FLAGS = ["-std=c++17", "-O3", "-gencode=arch=compute_90,code=sm_90", "-D__CUDA_NO_HALF_OPERATORS__",
+NVCC_FLAGS = ["-std=c++17", "-O3", "-D__CUDA_NO_HALF_OPERATORS__",
               "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__",
               "--expt-relaxed-constexpr"]
 BUILDS = {"measured": ["-lineinfo"], "phase": ["-DFA2TC_TRACE=1", "-DFA2TC_PHASES=1"]}
@@ -95,23 +96,23 @@ def order(path) -> dict:
             "softmax_overlaps_load": before(mufu, v_wait) > 0 or before(mufu, k_copy) < len(mufu)}
 
 
-def build(kind: str, out: Path) -> None:
+def build(kind: str, out: Path, sm: str = "90") -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "fa2_tc.cubin"
-        cmd = ["nvcc", "-cubin", "-o", str(cubin)] + NVCC_FLAGS + BUILDS[kind] + [
-            str(ROOT / "perfmodel" / "kernels" / "csrc" / "fa2_tc.cu")]
+        cmd = ["nvcc", "-cubin", "-o", str(cubin)] + NVCC_FLAGS + [f"-gencode=arch=compute_{sm},code=sm_{sm}"] + \
+            BUILDS[kind] + [str(ROOT / "perfmodel" / "kernels" / "csrc" / "fa2_tc.cu")]
         subprocess.run(cmd, check=True)
         dump = subprocess.run(["cuobjdump", "--dump-sass", str(cubin)], check=True, capture_output=True,
                               text=True).stdout
     flags = " ".join(["nvcc", "-cubin", "fa2_tc.cubin"] + cmd[4:-1])
     title = f"{flags} perfmodel/kernels/csrc/fa2_tc.cu; cuobjdump --dump-sass"
-    sass_loops.write_fa2_tc_listing(sass_loops.fa2_tc_functions(dump), out, title)
+    sass_loops.write_fa2_tc_listing(sass_loops.fa2_tc_functions(dump), out, title, keep_ds=(32, 64, 128, 256))
     print(f"wrote {out}")
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--build"]:
-        build(sys.argv[2], Path(sys.argv[3]))
+        build(sys.argv[2], Path(sys.argv[3]), *sys.argv[4:5])
         sys.exit(0)
     for p in sys.argv[1:]:
         print(p)
