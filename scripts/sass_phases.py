@@ -7,7 +7,7 @@ which the first two-predicate branch skips, left out) and reports, in program or
 DEPBAR), the softmax's MUFU.EX2 and the next K's cp.async (LDGSTS after the V wait) lie. The warp issues in order,
 so a MUFU after the V wait cannot run while V is in flight, and one before the next K's copies not while K is.
 tests/test_sass_phases.py checks the committed listings. The model keeps the source's order
-(FA2TC.softmax_overlaps_load); scripts/try_compiled_order.py scores the compiled one, which was not shipped.
+(FA2TC.softmax_overlaps_load); scripts/try_fa2_tc_form.py compiled-order scores the compiled one, which was not shipped.
 
 Usage:
   python3 scripts/sass_phases.py LISTING.sass [...]          the order, per instance

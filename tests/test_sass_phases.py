@@ -17,7 +17,7 @@ from perfmodel.shape import make_shape
 
 ROOT = Path(__file__).resolve().parents[1]
 sass_phases = script("sass_phases")
-try_compiled_order = script("try_compiled_order")
+try_fa2_tc_form = script("try_fa2_tc_form")
 SASS = ROOT / "examples" / "measurements"
 MEASURED = {"sm_90": SASS / "h100" / "sass" / "fa2_tc.sass", "sm_89": SASS / "sass_sm89" / "fa2_tc_sm89.sass"}
 PHASE = SASS / "h100" / "sass" / "fa2_tc_phase.sass"
@@ -57,7 +57,7 @@ def test_the_steady_path_leaves_the_mask_out():
 
 def test_the_model_keeps_the_source_order_and_can_price_the_compiled_one():
     """fa2_tc is priced in its source's order (the compiled order, refitted, crossed recorded bounds on data no fit
-    had seen: docs/known-gaps.md, scripts/try_compiled_order.py); the switch reaches its counts, and with the
+    had seen: docs/known-gaps.md, scripts/try_fa2_tc_form.py); the switch reaches its counts, and with the
     softmax in no load's phase a lone block whose loads miss waits longer."""
     fa2_tc, flash = get("fa2_tc"), get("sdpa-flash")
     assert fa2_tc.softmax_overlaps_load is True
@@ -68,7 +68,7 @@ def test_the_model_keeps_the_source_order_and_can_price_the_compiled_one():
     assert np.all(np.asarray(flash.head_counts(shape, flash.default_tiles(shape), flash.facts("sm_90")[0])
                              .softmax_overlaps_load) == 1)
     source = api.predict("h100", "fa2_tc", B=1, H=8, N=1000, d=64, dtype="fp16", Br=64, Bc=64, warps=4).time_s
-    with try_compiled_order.compiled_order():
+    with try_fa2_tc_form.form("compiled-order"):
         assert np.all(np.asarray(fa2_tc.head_counts(shape, tiles, facts).softmax_overlaps_load) == 0)
         compiled = api.predict("h100", "fa2_tc", B=1, H=8, N=1000, d=64, dtype="fp16", Br=64, Bc=64,
                                warps=4).time_s

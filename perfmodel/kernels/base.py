@@ -94,6 +94,8 @@ class ArchFacts:
     # in its loop, where ptxas and the SASS give them; ``regs`` stands for an instance outside the table
     instance_regs: dict = field(default_factory=dict)
     instance_spills: dict = field(default_factory=dict)
+    # each instance's warp instructions read off its listing (fa2_tc's CODE): (tile, causal, ragged, last, once)
+    instance_code: dict = field(default_factory=dict)
 
 
 class Kernel(ABC):
