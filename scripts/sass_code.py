@@ -83,7 +83,8 @@ def enumerate_launch(c: dict, inst, B, H, N, causal) -> int:
             for jt in range(nt):
                 k0 = jt * Bc
                 masked = k0 + Bc > N or (causal and k0 + Bc - 1 > row)
-                total += c["tile"] + (c["causal" if causal else "ragged"] if masked else 0) - (c["last"] if jt == 0 else 0)
+                total += c["tile"] - (c["last"] if jt == 0 else 0)
+                total += c["causal" if causal else "ragged"] if masked else 0
             total += c["once"]
     return total * B * H
 

@@ -7,15 +7,17 @@ which the first two-predicate branch skips, left out) and reports, in program or
 DEPBAR), the softmax's MUFU.EX2 and the next K's cp.async (LDGSTS after the V wait) lie. The warp issues in order,
 so a MUFU after the V wait cannot run while V is in flight, and one before the next K's copies not while K is.
 tests/test_sass_phases.py checks the committed listings. The model keeps the source's order
-(FA2TC.softmax_overlaps_load); scripts/try_fa2_tc_form.py compiled-order scores the compiled one, which was not shipped.
+(FA2TC.softmax_overlaps_load); scripts/try_fa2_tc_form.py compiled-order scores the compiled one, which was not
+shipped.
 
 Usage:
   python3 scripts/sass_phases.py LISTING.sass [...]          the order, per instance
   python3 scripts/sass_phases.py --build BUILD OUT.sass [SM]  compile fa2_tc.cu as the measured build (BUILD=measured)
                                                              or the phase-trace build (BUILD=phase) for sm_SM (90
                                                              unless given) with torch's extension flags, and write
-                                                             its listing, every head dimension (nvcc and cuobjdump
-                                                             on PATH; no GPU used)
+                                                             its listing (the measured build's every head dimension,
+                                                             the phase build's d 64 and 128; nvcc and cuobjdump on
+                                                             PATH; no GPU used)
 """
 import re
 import subprocess
@@ -106,7 +108,8 @@ def build(kind: str, out: Path, sm: str = "90") -> None:
                               text=True).stdout
     flags = " ".join(["nvcc", "-cubin", "fa2_tc.cubin"] + cmd[4:-1])
     title = f"{flags} perfmodel/kernels/csrc/fa2_tc.cu; cuobjdump --dump-sass"
-    sass_loops.write_fa2_tc_listing(sass_loops.fa2_tc_functions(dump), out, title, keep_ds=(32, 64, 128, 256))
+    keep = (32, 64, 128, 256) if kind == "measured" else (64, 128)
+    sass_loops.write_fa2_tc_listing(sass_loops.fa2_tc_functions(dump), out, title, keep_ds=keep)
     print(f"wrote {out}")
 
 

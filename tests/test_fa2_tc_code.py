@@ -4,7 +4,10 @@ executed instructions, the model's closed form is that enumeration, and the ship
 instructions_read False: refitted with the read counts the held-out ranking fell, docs/known-gaps.md) run 4-14% low."""
 import contextlib
 import csv
+import io
 import itertools
+import re
+import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -109,11 +112,6 @@ def test_shipped_counts_do_not_read_the_code():
 def test_the_code_enumerated_is_what_each_instruction_executed_sums_to(read):
     """Nsight Compute's per-instruction executed counts (tc_sass/: lone blocks at B1 H1 N8192, full grids at B32 H16
     N2048), summed, against the enumeration: within 0.02% in each."""
-    import csv as csv_
-    import io
-    import re
-    import tarfile
-
     seen = 0
     for pack in sorted((M / "h100" / "tc_sass").glob("*.tar.gz")):
         with tarfile.open(pack) as tar:
@@ -121,7 +119,7 @@ def test_the_code_enumerated_is_what_each_instruction_executed_sums_to(read):
                 m = re.fullmatch(r"sass_(lone|full)_(causal_)?d(\d+)_(\d+)x(\d+)w(\d)\.csv", Path(member.name).name)
                 if not m:
                     continue
-                rows = list(csv_.reader(io.TextIOWrapper(tar.extractfile(member))))
+                rows = list(csv.reader(io.TextIOWrapper(tar.extractfile(member))))
                 col = rows[1].index("Instructions Executed")
                 total = sum(int(r[col]) for r in rows[2:] if len(r) > col and r[col].isdigit())
                 inst = tuple(int(x) for x in m.groups()[2:])
