@@ -39,8 +39,7 @@ def _guarded(text) -> bool:
 def code(ins) -> dict:
     """The five counts (FIELDS) of one instance's listing [(address, opcode, text)]."""
     target = sass_phases.target
-    loops = [(target(t), a) for a, op, t in ins if op.startswith("BRA") and target(t) is not None and target(t) < a]
-    start, end = max(loops, key=lambda se: se[1] - se[0])
+    start, end = sass_phases.kv_loop(ins)
     branches = [(a, t) for a, op, t in ins if start <= a <= end and op.startswith("BRA")]
     (mask, t_mask), (pick, t_pick), (past, t_past), (kskip, t_kskip) = branches[:4]
     after_mask = target(t_mask)

@@ -57,12 +57,17 @@ def target(text):
     return int(m.group(1), 16) if m else None
 
 
+def kv_loop(ins) -> tuple[int, int]:
+    """(first, last address) of an instance's KV loop: its longest backward branch's target and that branch."""
+    loops = [(target(t), a) for a, op, t in ins if op.startswith("BRA") and target(t) is not None and target(t) < a]
+    return max(loops, key=lambda se: se[1] - se[0])
+
+
 def steady_path(ins) -> list:
     """Opcodes of the KV loop's path for a tile without masking: from the longest backward branch's target to the
     branch, jumping over the mask's code (the loop's first branch on two predicates) and along unconditional
     branches; other conditional branches (the last tile's skipped K copy) fall through."""
-    loops = [(target(t), a) for a, op, t in ins if op.startswith("BRA") and target(t) is not None and target(t) < a]
-    start, end = max(loops, key=lambda se: se[1] - se[0])
+    start, end = kv_loop(ins)
     at = {a: (op, t) for a, op, t in ins}
     path, a, skipped = [], start, False
     while a <= end:

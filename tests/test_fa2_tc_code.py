@@ -2,7 +2,6 @@
 masked_warp_tiles): the tables are the committed listings', enumerated warp by warp they reproduce Nsight Compute's
 executed instructions, the model's closed form is that enumeration, and the shipped estimates (FA2TC.
 instructions_read False: refitted with the read counts the held-out ranking fell, docs/known-gaps.md) run 4-14% low."""
-import contextlib
 import csv
 import io
 import itertools
@@ -20,19 +19,20 @@ from perfmodel.shape import AttentionShape, make_shape
 ROOT = Path(__file__).resolve().parents[1]
 M = ROOT / "examples" / "measurements"
 sass_code = script("sass_code")
+try_fa2_tc_form = script("try_fa2_tc_form")
 LISTINGS = {"sm_90": M / "h100" / "sass" / "fa2_tc.sass", "sm_89": M / "sass_sm89" / "fa2_tc_sm89.sass",
             "sm_86": M / "sass_sm80_sm86" / "fa2_tc_sm86.sass", "sm_80": M / "sass_sm80_sm86" / "fa2_tc_sm80.sass"}
 NCU = [r for g in ("h100", "h200") for r in csv.DictReader(open(M / g / "ncu" / "ncu_fa2_tc.csv"))]
 
 
-@contextlib.contextmanager
-def read_code(on=True):
-    k = get("fa2_tc")
-    kept, k.instructions_read = k.instructions_read, on
-    try:
-        yield k
-    finally:
-        k.instructions_read = kept
+
+
+K = get("fa2_tc")
+
+
+def read_code():
+    """fa2_tc with instructions_read set while inside the block (the trial script's switch)."""
+    return try_fa2_tc_form.form("read-code")
 
 
 def table(d):
@@ -67,10 +67,10 @@ def test_the_code_enumerated_is_what_nsight_compute_counts(read, r):
     assert abs(listed / ncu - 1) < 6e-4
     shape = make_shape(B, H, N, inst[0], r["dtype"], r["causal"] == "1")
     tiles = fa2_tc.FA2TCTiles(*inst[1:])
-    with read_code() as k:
-        model = float(k.counts(shape, tiles, k.facts("sm_90")[0]).warp_instructions)
+    with read_code():
+        model = float(K.counts(shape, tiles, K.facts("sm_90")[0]).warp_instructions)
     assert model == pytest.approx(listed, rel=1e-9)
-    shipped = float(get("fa2_tc").counts(shape, tiles, get("fa2_tc").facts("sm_90")[0]).warp_instructions)
+    shipped = float(K.counts(shape, tiles, K.facts("sm_90")[0]).warp_instructions)
     assert 0.85 < shipped / ncu < 0.99                     # the estimates: no code a warp runs once
 
 
@@ -80,32 +80,31 @@ def test_the_closed_form_is_the_enumeration(read):
                                              (False, True)):
         d, Br, Bc, W = inst
         shape = make_shape(2, 3, N, d, "bf16", causal)
-        with read_code() as k:
-            model = float(k.counts(shape, fa2_tc.FA2TCTiles(Br, Bc, W), k.facts("sm_90")[0]).warp_instructions)
+        with read_code():
+            model = float(K.counts(shape, fa2_tc.FA2TCTiles(Br, Bc, W), K.facts("sm_90")[0]).warp_instructions)
         assert model == pytest.approx(sass_code.enumerate_launch(read["sm_90"][inst], inst, 2, 3, N, causal),
                                       rel=1e-9), (inst, N, causal)
 
 
 def test_vectorised_like_one_at_a_time():
     N = np.array([128, 333, 1000, 4096])
-    with read_code() as k:
+    with read_code():
         shape = AttentionShape(1, 4, N, 64, "fp16", True)
-        many = k.counts(shape, fa2_tc.FA2TCTiles(64, 128, 4), k.facts("sm_90")[0]).warp_instructions
-        one = [float(k.counts(make_shape(1, 4, int(n), 64, "fp16", True), fa2_tc.FA2TCTiles(64, 128, 4),
-                              k.facts("sm_90")[0]).warp_instructions) for n in N]
+        many = K.counts(shape, fa2_tc.FA2TCTiles(64, 128, 4), K.facts("sm_90")[0]).warp_instructions
+        one = [float(K.counts(make_shape(1, 4, int(n), 64, "fp16", True), fa2_tc.FA2TCTiles(64, 128, 4),
+                              K.facts("sm_90")[0]).warp_instructions) for n in N]
     assert np.allclose(many, one, rtol=1e-12)
 
 
 def test_shipped_counts_do_not_read_the_code():
-    assert get("fa2_tc").instructions_read is False
+    assert K.instructions_read is False
     shape = make_shape(4, 16, 1024, 64, "fp16", True)
     tiles = fa2_tc.FA2TCTiles(64, 64, 4)
-    k = get("fa2_tc")
-    shipped = float(k.counts(shape, tiles, k.facts("sm_90")[0]).warp_instructions)
+    shipped = float(K.counts(shape, tiles, K.facts("sm_90")[0]).warp_instructions)
     with read_code():
-        read_ = float(k.counts(shape, tiles, k.facts("sm_90")[0]).warp_instructions)
-    with read_code(False):
-        assert float(k.counts(shape, tiles, k.facts("sm_90")[0]).warp_instructions) == shipped
+        read_ = float(K.counts(shape, tiles, K.facts("sm_90")[0]).warp_instructions)
+    assert K.instructions_read is False                     # the switch restores the shipped form
+    assert float(K.counts(shape, tiles, K.facts("sm_90")[0]).warp_instructions) == shipped
     assert read_ > shipped * 1.05
 
 

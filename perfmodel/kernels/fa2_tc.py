@@ -169,6 +169,19 @@ def kv_tiles(N, Br, Bc, causal: bool):
     return inner + Tc, Tr
 
 
+def by_instance(table: dict, shape, tiles, default):
+    """Each configuration's entry of ``table``, keyed by compiled instance (d, Br, Bc, warps), and ``default`` where
+    it has none; a table of tuples (and a tuple default) gives one array per field."""
+    d, Br, Bc, W = (arr(x) for x in (shape.d, tiles.Br, tiles.Bc, tiles.warps))
+    multi = isinstance(default, tuple)
+    size = np.broadcast_shapes(d.shape, Br.shape, Bc.shape, W.shape)
+    out = [np.full(size, v) for v in (default if multi else (default,))]
+    for (di, bri, bci, wi), entry in table.items():
+        on = (d == di) & (Br == bri) & (Bc == bci) & (W == wi)
+        out = [np.where(on, v, o) for v, o in zip(entry if multi else (entry,), out)]
+    return out if multi else out[0]
+
+
 def masked_warp_tiles(N, Br, Bc, W, causal: bool):
     """The KV tiles a head's warps mask, summed over its warps: fa2_tc.cu masks a tile that reaches past N or (causal)
     past the warp's first query row. Causal: block q's warp w (first row r = q Br + w Br/W) walks ceil(min(N, q Br +
@@ -221,8 +234,9 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
     per_block_tile_copies = Bc * d * dtype_bytes * 2 // 512            # K and V, 512 B per warp instruction
     # per head
     warp_tiles = tiles_h * W
-    prologue_copies = blocks_h * (Br * d * dtype_bytes // 512 + np.where(qreg, KQ * 0, 0))
-    epilogue_stg = blocks_h * Br * d * dtype_bytes // 512               # 16-byte stores, 32 lanes
+    q_copies = Br * d * dtype_bytes // 512                              # a Q (or O) tile's 16-byte warp copies
+    prologue_copies = blocks_h * (q_copies + np.where(qreg, KQ * 0, 0))
+    epilogue_stg = blocks_h * q_copies                                  # 16-byte stores, 32 lanes
     ldgsts = tiles_h * per_block_tile_copies + prologue_copies
     ldsm_h = warp_tiles * ldsm + blocks_h * W * np.where(qreg, KQ, 0)
     # instructions beyond the counted ones: read off the instance's code where known (a tile's path less its counted
@@ -232,7 +246,7 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
     known = tile > 0
     counted = mma + ldsm + sfu + fp32 + shfl + per_block_tile_copies / W
     other = np.where(known, tile - counted, o["tile"] + o["kstep"] * (KQ + KP))
-    once_other = once - last - (Br * d * dtype_bytes // 512) * 2 / W - np.where(qreg, KQ, 0)
+    once_other = once - last - q_copies * 2 / W - np.where(qreg, KQ, 0)
     mask_code = np.where(known, (cmask if causal else rmask) * masked_warp_tiles(N, Br, Bc, W, causal), 0)
     other_h = warp_tiles * other + np.where(known, mask_code + blocks_h * W * once_other, 0)
     nd = N * d * dtype_bytes
@@ -369,20 +383,14 @@ class FA2TC(Kernel):
         measured row gives its own."""
         if regs is None:
             facts = self.facts(arch)[0]
-            d, Br, Bc, W = (arr(x) for x in (shape.d, tiles.Br, tiles.Bc, tiles.warps))
-            regs = np.full(np.broadcast_shapes(d.shape, Br.shape, Bc.shape, W.shape), facts.regs)
-            for (di, bri, bci, wi), r in facts.instance_regs.items():
-                regs = np.where((d == di) & (Br == bri) & (Bc == bci) & (W == wi), r, regs)
+            regs = by_instance(facts.instance_regs, shape, tiles, facts.regs)
         return super().launch(shape, tiles, arch, regs)
 
     def smem_bytes(self, shape, tiles):
         return (arr(tiles.Br) + 2 * arr(tiles.Bc)) * arr(shape.d) * 2
 
     def constraints(self, gpu, shape, tiles):
-        d, Br, Bc, W = (arr(x) for x in (shape.d, tiles.Br, tiles.Bc, tiles.warps))
-        compiled = np.zeros(np.broadcast_shapes(d.shape, Br.shape, Bc.shape, W.shape), bool)
-        for inst in INSTANCES:
-            compiled |= (d == inst[0]) & (Br == inst[1]) & (Bc == inst[2]) & (W == inst[3])
+        compiled = by_instance(dict.fromkeys(INSTANCES, True), shape, tiles, False)
         listing = "; ".join(f"d={i[0]}: {i[1]}x{i[2]}/{i[3]}w" for i in INSTANCES)
         return self.tensor_core_limits(gpu, shape) + [
             (compiled, f"no compiled instance for {{tiles}} (compiled: {listing})")]
@@ -392,20 +400,14 @@ class FA2TC(Kernel):
         instance_spills: SPILLS on sm_90), which lie on the block's path and add to its instructions; with
         ``instructions_read``, each instance's instructions as its code has them (instance_code: CODE on sm_90),
         which hold the spills already."""
-        d, Br, Bc, W = (arr(x) for x in (shape.d, tiles.Br, tiles.Bc, tiles.warps))
-        code = [0 * d] * 5
-        ldl = stl = 0 * d
-        for (di, bri, bci, wi), counts in (facts.instance_code if self.instructions_read else {}).items():
-            on = (d == di) & (Br == bri) & (Bc == bci) & (W == wi)
-            code = [np.where(on, x, y) for x, y in zip(counts, code)]
-        for (di, bri, bci, wi), (lo, st) in facts.instance_spills.items():
-            on = (d == di) & (Br == bri) & (Bc == bci) & (W == wi)
-            ldl, stl = np.where(on, lo, ldl), np.where(on, st, stl)
+        code = by_instance(facts.instance_code if self.instructions_read else {}, shape, tiles, (0,) * 5)
+        ldl, stl = by_instance(facts.instance_spills, shape, tiles, (0, 0))
         c = head_counts_fa2(shape.N, shape.d, tiles.Br, tiles.Bc, tiles.warps, shape.causal,
                             shape.element_bytes, facts.overheads, softmax_overlaps_load=self.softmax_overlaps_load,
                             code=code)
-        tiles_h, qblocks_h = kv_tiles(shape.N, Br, Bc, shape.causal)
+        tiles_h, qblocks_h = kv_tiles(shape.N, tiles.Br, tiles.Bc, shape.causal)
         unread = code[0] == 0
+        W = arr(tiles.warps)
         return dataclasses.replace(c, warp_other=c.warp_other + np.where(unread, tiles_h * W * (ldl + stl), 0),
                                    path_local=c.path_local + tiles_h / qblocks_h * ldl)
 
