@@ -7,6 +7,10 @@ validated objects. The CLI calls these functions too.
     >>> s = perfmodel.sweep(gpu="h100", kernel=NAME, N=[1024, 4096], Br=[32, 64], Bc=[32, 64])
     >>> s.time_s                                # numpy array, one axis per swept parameter
 
+The problem's keywords are those of ``perfmodel.shape``: B, H (query heads), Hkv (K/V heads, default H), N (both
+lengths) or Nq and Nk (queries and keys; causal aligned bottom-right), d, dtype, causal and mode (fwd, bwd,
+fwd_bwd).
+
 (NAME: a registered kernel, ``perfmodel.kernels.names()``; README has a worked example.)
 """
 
@@ -42,12 +46,13 @@ def kernel_dtype(k, dtype=None) -> str:
     return k.dtypes[0] if dtype is None else dtype
 
 
-def configure(kernel: str, B, H, N, d, dtype=None, causal=False, gpu=None, **tiles):
-    """(Kernel, AttentionShape, Tiles), validated: sizes, dtype (None: the kernel's first) and causal support, tile
-    parameters (defaults may depend on the GPU: a library kernel's tile table does), and, with a GPU, that the
-    launch fits it."""
+def configure(kernel: str, B, H, N=None, d=None, dtype=None, causal=False, gpu=None, Hkv=None, Nq=None, Nk=None,
+              mode="fwd", **tiles):
+    """(Kernel, AttentionShape, Tiles), validated: sizes, dtype (None: the kernel's first), what the kernel runs
+    (causal, grouped heads, Nq != Nk, mode), tile parameters (defaults may depend on the GPU: a library kernel's
+    tile table does), and, with a GPU, that the launch fits it."""
     k = get_kernel(kernel)
-    shape = make_shape(B, H, N, d, kernel_dtype(k, dtype), causal)
+    shape = make_shape(B, H, N, d, kernel_dtype(k, dtype), causal, Hkv=Hkv, Nq=Nq, Nk=Nk, mode=mode)
     k.check_shape(shape)
     t = k.make_tiles(shape, gpu, **tiles)
     reason = k.why_not(gpu, shape, t) if gpu is not None else None
@@ -72,13 +77,18 @@ class Result:
         return prediction_dict(self.prediction)
 
 
-def predict(gpu="h100", kernel: str = DEFAULT, B=DEFAULT_SIZES["B"], H=DEFAULT_SIZES["H"], N=DEFAULT_SIZES["N"],
-            d=DEFAULT_SIZES["d"], dtype=None, causal=False, calibration=None, regs=None, use_builtin_calibration: bool = True, use_fits: bool = True, **tiles) -> Result:
-    """Predict one launch. ``tiles``: the kernel's tile parameters (Br, Bc, and threads/pad for fa2);
-    ``dtype``: None is the kernel's first (kernel_dtype);
-    ``calibration``: a calibration YAML (default: the GPU's shipped one, if any)."""
+def predict(gpu="h100", kernel: str = DEFAULT, B=DEFAULT_SIZES["B"], H=DEFAULT_SIZES["H"], N=None,
+            d=DEFAULT_SIZES["d"], dtype=None, causal=False, calibration=None, regs=None,
+            use_builtin_calibration: bool = True, use_fits: bool = True, Hkv=None, Nq=None, Nk=None, mode="fwd",
+            **tiles) -> Result:
+    """Predict one call (one launch, or the several a split-KV decode or a backward runs). ``N`` sets both lengths
+    (default 512 when neither Nq nor Nk is given); ``tiles``: the kernel's tile parameters (Br, Bc, and
+    threads/pad for fa2, warps for the tensor-core kernels); ``dtype``: None is the kernel's first
+    (kernel_dtype); ``calibration``: a calibration YAML (default: the GPU's shipped one, if any)."""
+    if N is None and Nq is None and Nk is None:
+        N = DEFAULT_SIZES["N"]
     spec = load_gpu(gpu)
-    k, shape, t = configure(kernel, B, H, N, d, dtype, causal, gpu=spec, **tiles)
+    k, shape, t = configure(kernel, B, H, N, d, dtype, causal, gpu=spec, Hkv=Hkv, Nq=Nq, Nk=Nk, mode=mode, **tiles)
     if regs is not None:
         regs = positive_int("regs", regs)
         if regs > spec.max_regs_per_thread:
@@ -91,21 +101,27 @@ def predict(gpu="h100", kernel: str = DEFAULT, B=DEFAULT_SIZES["B"], H=DEFAULT_S
                   times_s={r: float(np.asarray(v)) for r, v in p.timing.times_s.items()}, prediction=p)
 
 
-def sweep(gpu="h100", kernel: str = DEFAULT, calibration=None, dtype=None, causal=False, explore=True, **axes):
-    """Predict every combination of the given lists (B, H, N, d and the kernel's tile fields; a scalar is a
-    one-value list; a tile field not given: the kernel's usual values when ``explore``, else its default). Returns an evaluation.sweep.SweepResult: ``time_s`` has one axis per parameter and is inf
-    where a tile does not fit."""
+def sweep(gpu="h100", kernel: str = DEFAULT, calibration=None, dtype=None, causal=False, explore=True, mode="fwd",
+          **axes):
+    """Predict every combination of the given lists (B, H, Hkv, N or Nq and Nk, d, and the kernel's tile fields; a
+    scalar is a one-value list; a tile field not given: the kernel's usual values when ``explore``, else its
+    default). Returns an evaluation.sweep.SweepResult: ``time_s`` has one axis per parameter and is inf where a
+    configuration does not fit (a tile, or H not a multiple of Hkv)."""
     from perfmodel.evaluation import sweep as sw
+    from perfmodel.shape import parse_dtype, parse_mode
 
     spec = load_gpu(gpu)
     k = get_kernel(kernel)
-    from perfmodel.shape import parse_dtype
-    shape_probe = make_shape(1, 1, 1, 1, parse_dtype(kernel_dtype(k, dtype)), causal)
+    given = {a: v for a, v in axes.items() if v is not None}
+    # dtype, causal and mode hold for the whole sweep; grouped heads and Nq != Nk are per cell (Kernel.limits)
+    shape_probe = make_shape(1, 1, 1, 1, parse_dtype(kernel_dtype(k, dtype)), causal, mode=parse_mode(mode))
     k.check_shape(shape_probe)
-    axes = {**{a: v for a, v in DEFAULT_SIZES.items()}, **{a: v for a, v in axes.items() if v is not None}}
+    if "N" not in given and not ({"Nq", "Nk"} & set(given)):
+        given["N"] = DEFAULT_SIZES["N"]
+    axes = {**{a: v for a, v in DEFAULT_SIZES.items() if a != "N"}, **given}
     empty = [a for a, v in axes.items() if np.size(v) == 0]
     if empty:
         raise InputError(f"{empty[0]}: no values to sweep")
     values = {a: [positive_int(a, x, lo=0 if a == "pad" else 1) for x in np.atleast_1d(v)] for a, v in axes.items()}
     return sw.run(spec, k, load_calibration(spec, calibration), values, dtype=shape_probe.dtype,
-                  causal=shape_probe.causal, explore=explore)
+                  causal=shape_probe.causal, explore=explore, mode=shape_probe.mode)

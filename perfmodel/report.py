@@ -72,7 +72,8 @@ def prediction_dict(pred) -> dict:
         "gpu": pred.gpu.key,
         "gpu_name": pred.gpu.name,
         "kernel": pred.kernel,
-        "params": dict(B=int(s.B), H=int(s.H), N=int(s.N), d=int(s.d), dtype=s.dtype, causal=bool(s.causal),
+        "params": dict(B=int(s.B), H=int(s.H), Hkv=int(s.Hkv), Nq=int(s.Nq), Nk=int(s.Nk), d=int(s.d), dtype=s.dtype,
+                       causal=bool(s.causal), mode=s.mode,
                        **{k: int(np.asarray(getattr(pred.tiles, k))) for k in pred.tiles.fields()}),
         "calibration": pred.calibration.source,
         "constants": pred.constants,
@@ -81,6 +82,8 @@ def prediction_dict(pred) -> dict:
         "notes": list(pred.notes),
         "flops": flops,
         "useful_flops": _f(s.useful_flops()),
+        "tensor_bytes": _f(s.tensor_bytes()),
+        "achieved": achieved(pred),
         "flops_by_kind": {"fma": _f(c.fma), "exp": _f(c.exp), "max": _f(c.cmp), "add": _f(c.add), "mul": _f(c.mul)},
         "bytes": byts,
         "bytes_detail": {"dram_read": _f(pred.traffic.dram_read_bytes),
@@ -105,16 +108,32 @@ def prediction_dict(pred) -> dict:
         "clock_mhz": _f(t.clock_hz) / 1e6 if t.clock_hz is not None else None,
         "power_w": _f(t.power_w) if t.power_w is not None else None,
         "roofline_time_s": _f(pred.roofline_time_s),
-        # kernels the call queues behind this one (split-KV's combine), their time included in time_s
-        "queued_kernels": [{"kernel": key, "grid_blocks": int(_f(cl.grid_blocks)),
-                            "threads_per_block": int(_f(cl.threads)), "regs_per_thread": int(_f(cl.regs)),
-                            "blocks_per_sm": int(_f(cb)), "time_s": _f(ts)}
-                           for key, cl, cb, ts in pred.companions if _f(cl.grid_blocks) > 0],
+        # every kernel the call runs, in order, each with its own time and bound; their times add to time_s
+        "launches": [{"kernel": lt.name, "grid_blocks": int(_f(lt.launch.grid_blocks)),
+                      "threads_per_block": int(_f(lt.launch.threads)), "regs_per_thread": int(_f(lt.launch.regs)),
+                      "smem_bytes_per_block": int(_f(lt.launch.smem_bytes)), "blocks_per_sm": int(_f(lt.blocks_per_sm)),
+                      "time_s": _f(lt.time_s), "bound": str(np.asarray(lt.timing.bound))}
+                     for lt in pred.launches if _f(lt.launch.grid_blocks) > 0],
         # how this kernel's predictions fared against the committed measurements, on this GPU and on those measured,
         # with the shipped calibrations (``shipped_calibration``: whether this prediction uses this GPU's)
         "measured_accuracy": dict(advice.measured_accuracy(pred.kernel, pred.gpu.key),
                                   shipped_calibration=pred.calibration.shipped),
     }
+
+
+def achieved(pred) -> dict:
+    """Rates at the predicted time: useful TFLOP/s (FlashAttention's convention, shape.useful_flops) and its share
+    of the GPU's datasheet peak for the dtype; GB/s of the problem's tensors (shape.tensor_bytes: Q, K, V, O and, in
+    a backward, the gradients) and its share of the datasheet DRAM bandwidth."""
+    t = _f(pred.time_s)
+    if not (t > 0 and math.isfinite(t)):
+        return {"tflops": None, "tflops_share": None, "gbps": None, "gbps_share": None}
+    s, g = pred.shape, pred.gpu
+    peak = g.tensor_flops(s.dtype) if s.dtype != "fp32" else None
+    peak = peak or g.fp32_tflops * 1e12
+    flops, nbytes = _f(s.useful_flops()) / t, _f(s.tensor_bytes()) / t
+    return {"tflops": flops / 1e12, "tflops_share": flops / peak, "peak_tflops": peak / 1e12,
+            "gbps": nbytes / 1e9, "gbps_share": nbytes / g.dram_bw_peak, "peak_gbps": g.dram_bw_peak / 1e9}
 
 
 def _accuracy_line(kernel: str, acc: dict) -> str:
@@ -144,14 +163,31 @@ def seed_dict(gpu, kernel: str, params: dict, sp) -> dict:
     }
 
 
+def shape_text(p: dict) -> str:
+    """'B=2 H=32 Hkv=8 Nq=1 Nk=4096 d=128 bf16 causal bwd' from a prediction's params (N where Nq == Nk, Hkv where
+    it differs from H, the dtype where not fp32, the mode where not fwd)."""
+    parts = [f"B={p['B']}", f"H={p['H']}"]
+    if p.get("Hkv", p["H"]) != p["H"]:
+        parts.append(f"Hkv={p['Hkv']}")
+    nq, nk = p.get("Nq", p.get("N")), p.get("Nk", p.get("N"))
+    parts += [f"N={nq}"] if nq == nk else [f"Nq={nq}", f"Nk={nk}"]
+    parts.append(f"d={p['d']}")
+    if p.get("dtype", "fp32") != "fp32":
+        parts.append(p["dtype"])
+    if p.get("causal"):
+        parts.append("causal")
+    if p.get("mode", "fwd") != "fwd":
+        parts.append(p["mode"])
+    return " ".join(parts)
+
+
+SHAPE_PARAMS = ("B", "H", "Hkv", "N", "Nq", "Nk", "d", "dtype", "causal", "mode")
+
+
 def render_prediction(console: Console, d: dict) -> None:
     p = d["params"]
-    shape = ("B", "H", "N", "d", "dtype", "causal")
-    tiles = " ".join(f"{k}={v}" for k, v in p.items() if k not in shape)
-    title = (f"{d['kernel']} on {d['gpu_name']} — B={p['B']} H={p['H']} N={p['N']} d={p['d']}"
-             + (f" {p['dtype']}" if p.get("dtype", "fp32") != "fp32" else "") + (" causal" if p.get("causal") else "")
-             + f" {tiles} (model: {d['model']})")
-    console.print(f"[bold]{title}[/bold]")
+    tiles = " ".join(f"{k}={v}" for k, v in p.items() if k not in SHAPE_PARAMS)
+    console.print(f"[bold]{d['kernel']} on {d['gpu_name']} — {shape_text(p)} {tiles} (model: {d['model']})[/bold]")
     work = Table(show_edge=False)
     work.add_column("level")
     work.add_column("work", justify="right")
@@ -170,10 +206,12 @@ def render_prediction(console: Console, d: dict) -> None:
         console.print(f"launch: {L['grid_blocks']} blocks × {L['threads_per_block']} threads, "
                       f"{L['smem_bytes_per_block']} B shared, {L['regs_per_thread']} regs/thread → "
                       f"{L['blocks_per_sm']} blocks/SM, {L['waves']:.3g} waves, {L['warps_per_sm']:.3g} warps/SM")
-    for q in d.get("queued_kernels", ()):
-        console.print(f"then {q['kernel']}: {q['grid_blocks']} blocks × {q['threads_per_block']} threads, "
-                      f"{q['regs_per_thread']} regs/thread → {q['blocks_per_sm']} blocks/SM, {si(q['time_s'], 's')} "
-                      f"(in the time below)")
+    runs = d.get("launches", ())
+    if len(runs) > 1:
+        for i, q in enumerate(runs, start=1):
+            console.print(f"launch {i}, {q['kernel']}: {q['grid_blocks']} blocks × {q['threads_per_block']} threads, "
+                          f"{q['regs_per_thread']} regs/thread → {q['blocks_per_sm']} blocks/SM, "
+                          f"{si(q['time_s'], 's')} ({q['bound']})")
     times = Table(show_edge=False)
     times.add_column("resource")
     times.add_column("time alone", justify="right")
@@ -183,6 +221,11 @@ def render_prediction(console: Console, d: dict) -> None:
     console.print(times)
     console.print(f"predicted time: [bold]{si(d['time_s'], 's')}[/bold]  (bound: {d['bound']})   "
                   f"roofline time: {si(d['roofline_time_s'], 's')}")
+    a = d.get("achieved") or {}
+    if a.get("tflops") is not None:
+        console.print(f"achieved: {a['tflops']:.3g} TFLOP/s ({a['tflops_share'] * 100:.2g}% of {a['peak_tflops']:.4g} peak), "
+                      f"{a['gbps']:.4g} GB/s of the problem's tensors ({a['gbps_share'] * 100:.2g}% of "
+                      f"{a['peak_gbps']:.4g} GB/s)")
     if d.get("clock_mhz"):
         power = f", {d['power_w']:.0f} W averaged over the bench's runs" if d.get("power_w") is not None else ""
         console.print(f"SM clock: {d['clock_mhz']:.0f} MHz{power}")

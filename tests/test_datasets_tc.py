@@ -11,7 +11,7 @@ import pytest
 from perfmodel.evaluation import dataset, validate
 from perfmodel.hw import gpu as gpu_mod
 from perfmodel.kernels import fa2_tc, get
-from perfmodel.measure.runner import COLUMNS, PRE_SPIN_COLUMNS
+from perfmodel.measure.runner import N_COLUMNS as COLUMNS, PRE_SPIN_COLUMNS
 from util import evaluate
 
 ROOT = Path(__file__).resolve().parent.parent

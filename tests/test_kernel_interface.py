@@ -32,6 +32,52 @@ def test_a_toy_kernel_from_one_file_predicts_through_the_cli():
     assert len(json.loads(r.stdout)["rows"]) == 4
 
 
+def test_a_toy_kernel_of_grouped_heads_and_two_lengths_predicts_what_it_declares():
+    """The guide's toy-gqa declares grouped heads and Nq != Nk: a decode step predicts through the CLI, its counts
+    follow Hkv, Nq and Nk, and a kernel that lacks them names it among the kernels that do."""
+    args = ["predict", "--gpu", "h100", "--B", "2", "--H", "32", "--Hkv", "8", "--Nq", "1", "--Nk", "4096", "--d",
+            "128", "--json"]
+    r = CliRunner().invoke(main, args + ["--kernel", "toy-gqa"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["params"]["Hkv"] == 8 and d["params"]["Nq"] == 1 and d["params"]["Nk"] == 4096
+    assert d["flops"] == 2 * 2 * 1 * 4096 * 128 * 2 * 32
+    assert d["useful_flops"] == 4 * 2 * 32 * 1 * 4096 * 128
+    one = api.predict("h100", "toy-gqa", B=2, H=32, Hkv=32, Nq=1, Nk=4096, d=128)
+    assert one.prediction.traffic.dram_bytes > d["bytes"]["dram"]        # four times the K/V heads to read
+    r = CliRunner().invoke(main, args + ["--kernel", "fa2_tc"])
+    assert r.exit_code == 2 and r.output.strip().endswith("kernels that do: toy-gqa")
+    with pytest.raises(InputError, match="H must be a multiple of Hkv"):
+        api.predict("h100", "toy-gqa", H=32, Hkv=5, N=512, d=64)
+
+
+def test_a_toy_kernel_of_two_launches_shows_and_adds_each():
+    """The guide's toy-two runs two launches a call: each comes with its own time and bound, in the table and in
+    --json, and they add to the call's time; fwd_bwd runs the forward's launches, then the backward's."""
+    args = ["predict", "--gpu", "h100", "--kernel", "toy-two", "--N", "1024", "--d", "64"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0 and "launch 2, toy-two:second" in r.output, r.output
+    d = json.loads(CliRunner().invoke(main, args + ["--json"]).stdout)
+    assert [x["kernel"] for x in d["launches"]] == ["toy-two", "toy-two:second"]
+    assert sum(x["time_s"] for x in d["launches"]) == pytest.approx(d["time_s"], rel=1e-6)
+    assert all(x["bound"] in d["times_s"] for x in d["launches"])
+    both = json.loads(CliRunner().invoke(main, args + ["--json", "--mode", "fwd_bwd"]).stdout)
+    bwd = json.loads(CliRunner().invoke(main, args + ["--json", "--mode", "bwd"]).stdout)
+    assert len(both["launches"]) == 4
+    assert both["time_s"] == pytest.approx(d["time_s"] + bwd["time_s"], rel=1e-6)
+    assert bwd["useful_flops"] == 2.5 * d["useful_flops"] and both["useful_flops"] == 3.5 * d["useful_flops"]
+
+
+def test_causal_flops_are_exact_for_any_lengths():
+    """Bottom-right causal: query i sees min(i + Nk - Nq + 1, Nk) keys (none below 0), summed exactly."""
+    from perfmodel.shape import make_shape
+
+    for nq, nk in ((5, 5), (1, 9), (3, 9), (9, 3), (64, 1000), (1000, 64)):
+        pairs = sum(min(max(i + nk - nq + 1, 0), nk) for i in range(nq))
+        s = make_shape(1, 1, None, 8, "fp16", True, Nq=nq, Nk=nk)
+        assert s.forward_flops() == 4 * 8 * pairs
+
+
 def test_no_module_outside_kernels_names_a_kernel():
     names = [n for n in REGISTRY if n != "toy"]
     pat = re.compile(r"""["'](%s)["']""" % "|".join(map(re.escape, names)))

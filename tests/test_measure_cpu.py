@@ -41,17 +41,17 @@ def test_bad_grids(tmp_path, text, needle):
 
 def test_rows_are_appended_and_a_rerun_sees_them(tmp_path):
     out = tmp_path / "m.csv"
-    key = dict(kernel="fa1", B=1, H=4, N=64, d=32, Br=16, Bc=16, threads=16, pad=0, dtype="fp32", causal=0,
-               l2_flush=1)
+    key = dict(kernel="fa1", B=1, H=4, Hkv=4, Nq=64, Nk=64, d=32, Br=16, Bc=16, threads=16, pad=0, dtype="fp32",
+               causal=0, mode="fwd", l2_flush=1)
     a = runner.Appender(out, runner.COLUMNS)
     a.add(dict(key, median_ms="1.0"))
     a.close()
     # a second writer (a rerun) appends without a second header
     b = runner.Appender(out, runner.COLUMNS)
-    b.add(dict(key, N=128, median_ms="2.0"))
+    b.add(dict(key, Nq=128, Nk=128, median_ms="2.0"))
     b.close()
     rows = runner.read_rows(out)
-    assert [r["N"] for r in rows] == ["64", "128"]
+    assert [r["Nq"] for r in rows] == ["64", "128"]
     assert open(out).read().count("kernel,") == 1
     assert runner.row_key(rows[0]) == runner.row_key({k: str(v) for k, v in key.items()})
     assert list(csv.reader(open(out)))[0] == runner.COLUMNS
@@ -72,6 +72,27 @@ def test_a_rerun_on_a_file_without_the_clock_columns_keeps_its_header(tmp_path):
     lines = list(csv.reader(open(out)))
     assert lines[0] == runner.PRE_SPIN_COLUMNS and all(len(x) == len(lines[0]) for x in lines)
     assert [r["command"] for r in runner.read_rows(out)] == ["old", "new"]
+
+
+def test_a_one_length_file_takes_plain_rows_and_refuses_the_others(tmp_path):
+    """A file of the one-length schema (N, no Hkv, Nq, Nk or mode) takes a plain row in its own columns, keyed as
+    the same configuration, and refuses in one line a row it cannot hold; its bytes stay as they were."""
+    out = tmp_path / "old.csv"
+    key = dict(kernel="fa2_tc", B=1, H=8, Hkv=8, Nq=256, Nk=256, d=64, Br=64, Bc=64, threads=128, pad=0,
+               dtype="fp16", causal=0, mode="fwd", l2_flush=1)
+    a = runner.Appender(out, runner.N_COLUMNS)
+    a.add(dict(key, median_ms="1.0"))
+    a.close()
+    (row,) = runner.read_rows(out)
+    assert row["N"] == "256" and "Nq" not in row
+    assert runner.row_key(row) == runner.row_key({k: str(v) for k, v in key.items()})
+    before = out.read_bytes()
+    for other in (dict(Nq=1), dict(Hkv=2), dict(mode="bwd")):
+        b = runner.Appender(out, runner.COLUMNS)
+        with pytest.raises(InputError, match="write these rows to a new file"):
+            b.add(dict(key, median_ms="2.0", **other))
+        b.close()
+    assert out.read_bytes() == before
 
 
 def test_clock_reads_nvml_and_falls_back_to_empty():
@@ -102,15 +123,15 @@ def test_clock_reads_nvml_and_falls_back_to_empty():
 def test_a_retimed_row_replaces_the_old_in_place(tmp_path):
     out = tmp_path / "m.csv"
     rows = runner.Appender(out, runner.COLUMNS)
-    base = dict(kernel="fa2_tc", B=1, H=1, N=128, d=64, Br=64, Bc=64, threads=128, pad=0, dtype="fp16", causal=0,
+    base = dict(kernel="fa2_tc", B=1, H=1, Hkv=1, Nq=128, Nk=128, d=64, Br=64, Bc=64, threads=128, pad=0, dtype="fp16", causal=0,
                 l2_flush=1)
     for N, med in ((128, "0.5"), (256, "0.7"), (512, "0.9")):
-        rows.add(dict(base, N=N, median_ms=med, p20_ms="0.1", p80_ms="1"))
+        rows.add(dict(base, Nq=N, Nk=N, median_ms=med, p20_ms="0.1", p80_ms="1"))
     rows.close()
-    key = runner.row_key({k: str(v) for k, v in dict(base, N=256).items()})
-    runner.replace_row(out, key, dict(base, N=256, median_ms="0.2", p20_ms="0.19", p80_ms="0.21"))
+    key = runner.row_key({k: str(v) for k, v in dict(base, Nq=256, Nk=256).items()})
+    runner.replace_row(out, key, dict(base, Nq=256, Nk=256, median_ms="0.2", p20_ms="0.19", p80_ms="0.21"))
     got = runner.read_rows(out)
-    assert [(r["N"], r["median_ms"]) for r in got] == [("128", "0.5"), ("256", "0.2"), ("512", "0.9")]
+    assert [(r["Nq"], r["median_ms"]) for r in got] == [("128", "0.5"), ("256", "0.2"), ("512", "0.9")]
     assert not (tmp_path / "m.tmp").exists()
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from perfmodel.evaluation import dataset, validate
-from perfmodel.measure.runner import COLUMNS
+from perfmodel.measure.runner import N_COLUMNS as COLUMNS   # the one-length schema they were written in
 from test_datasets_tc import GPU_NAME, PROVENANCE, TOL
 from util import assert_same_record, script
 

@@ -33,8 +33,8 @@ def test_runner_up_is_each_problems_second_fastest_fitting_tile():
     best, second = res.best(), res.runners_up()
     assert len(best) == len(second) == 8
     for (p, t, _), (q, t2) in zip(best, second):
-        assert all(q[a] == p[a] for a in sweep.AXES) and q != p
-        cell = res.time_s[tuple(res.values[a].index(p[a]) for a in sweep.AXES)]
+        assert all(q[a] == p[a] for a in res.shape_axes) and q != p
+        cell = res.time_s[tuple(res.values[a].index(p[a]) for a in res.shape_axes)]
         times = np.sort(cell[np.isfinite(cell)])
         assert (t, t2) == pytest.approx((times[0], times[1]))
 

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from perfmodel.errors import InputError
 from perfmodel.kernels import DEFAULT, names as kernel_names
-from perfmodel.shape import DEFAULT_SIZES
+from perfmodel.shape import DEFAULT_SIZES, MODES
 
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
 err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
@@ -38,30 +38,52 @@ def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="print one JSON object")(f)
 
 
+CAUSAL_HELP = ("causal masking (kernels that support it); with Nq != Nk aligned bottom-right: query i sees keys up "
+               "to i + Nk - Nq, as FlashAttention >= 2.1 and PyTorch's causal_lower_right")
+
+
 def shape_options(sizes_help: str, require_n: bool = False):
-    """--B --H --N --d (text: one value, or lists/ranges where the command sweeps) and --dtype --causal."""
+    """The problem: --B/--batch --H/--heads --Hkv/--kv-heads --N --Nq/--q-len --Nk/--kv-len --d/--head-dim (text:
+    one value, or lists/ranges where the command sweeps), --dtype, --causal and --mode. ``require_n``: no default
+    length (the command then needs --N, or --Nq and --Nk)."""
     defaults = {a: str(v) for a, v in DEFAULT_SIZES.items()}
-    if require_n:
-        defaults["N"] = None
 
     def deco(f):
         opts = [
-            click.option("--causal", is_flag=True, help="causal masking (kernels that support it)"),
+            click.option("--mode", default="fwd", show_default=True, type=click.Choice(MODES),
+                         help="the pass: forward, backward, or both (a training step's attention)"),
+            click.option("--causal", is_flag=True, help=CAUSAL_HELP),
             click.option("--dtype", default=None,
                          help="element type: fp32, fp16, bf16  [default: the kernel's first: fp32 for fa1 and fa2, "
                               "fp16 for the tensor-core kernels]"),
-            click.option("--d", "d", default=defaults["d"], show_default=True, help=f"head dimension{sizes_help}"),
-            # (no default at all where --N is required: click 8.3+ takes an explicit default=None as given)
-            click.option("--N", "N", help=f"sequence length{sizes_help}",
-                         **(dict(required=True) if defaults["N"] is None
-                            else dict(default=defaults["N"], show_default=True))),
-            click.option("--H", "H", default=defaults["H"], show_default=True, help=f"heads{sizes_help}"),
-            click.option("--B", "B", default=defaults["B"], show_default=True, help=f"batch{sizes_help}"),
+            click.option("--d", "--head-dim", "d", default=defaults["d"], show_default=True,
+                         help=f"head dimension{sizes_help}"),
+            click.option("--Nk", "--kv-len", "Nk", default=None, help=f"keys (KV length; default N){sizes_help}"),
+            click.option("--Nq", "--q-len", "Nq", default=None, help=f"queries (default N){sizes_help}"),
+            click.option("--N", "N", default=None,
+                         help=f"sequence length: queries and keys{sizes_help}"
+                              + ("" if require_n else f"  [default: {defaults['N']}]")),
+            click.option("--Hkv", "--kv-heads", "Hkv", default=None,
+                         help=f"K/V heads (grouped-query attention; default H){sizes_help}"),
+            click.option("--H", "--heads", "H", default=defaults["H"], show_default=True,
+                         help=f"query heads{sizes_help}"),
+            click.option("--B", "--batch", "B", default=defaults["B"], show_default=True, help=f"batch{sizes_help}"),
         ]
         for o in opts:
             f = o(f)
         return f
     return deco
+
+
+def lengths_given(kw: dict, require: bool) -> None:
+    """Fills kw's N with its default where no length is given, or where ``require`` says one line of what to give."""
+    if kw.get("N") is None and kw.get("Nq") is None and kw.get("Nk") is None:
+        if require:
+            raise InputError("give the sequence length: --N, or --Nq (queries) and --Nk (keys)")
+        kw["N"] = str(DEFAULT_SIZES["N"])
+    elif kw.get("N") is None and (kw.get("Nq") is None or kw.get("Nk") is None):
+        given = "--Nq" if kw.get("Nq") is not None else "--Nk"
+        raise InputError(f"{given} alone leaves the other length open: give --N too, or both --Nq and --Nk")
 
 
 def tile_options(sizes_help: str, br_bc_default=None):

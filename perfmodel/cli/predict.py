@@ -8,7 +8,8 @@ from rich.table import Table
 from perfmodel import api, report
 from perfmodel.cli import main
 from perfmodel.cli.common import (calibration_option, gpu_option, json_option, kernel_option, out,
-                                  shape_options, tile_options, tiles_given)
+                                  lengths_given, shape_options, tile_options, tiles_given)
+from perfmodel.errors import InputError
 from perfmodel.hw import gpu as gpu_mod
 
 
@@ -23,13 +24,16 @@ from perfmodel.hw import gpu as gpu_mod
 @click.option("--regs", default=None, help="registers per thread (default: the kernel's compiled value)")
 @json_option
 def predict(gpu_name, kernel, which, cal_path, regs, as_json, **kw):
-    """Predict one kernel launch: counts, per-resource times, the bound, and the roofline time."""
+    """Predict one call: counts, per-resource times, the bound, its launches, and the roofline time."""
     tiles = tiles_given(kw)
+    lengths_given(kw, require=True)
     if which == "seed":
         from perfmodel.model import seed
 
         spec = api.load_gpu(gpu_name)
         k, shape, t = api.configure(kernel, **kw, **tiles, gpu=spec)
+        if not bool(shape.square) or shape.mode != "fwd":
+            raise InputError("--model seed predicts the seed's problem only: the forward, Nq = Nk, Hkv = H")
         params = dict(shape.as_dict(), **{f: getattr(t, f) for f in t.fields()})
         sp = seed.predict(spec, shape.B, shape.H, shape.N, shape.d, t.Br, t.Bc)
         result = report.seed_dict(spec, kernel, params, sp)

@@ -12,7 +12,7 @@ from rich.table import Table
 from perfmodel import api, report
 from perfmodel.cli import main
 from perfmodel.cli.common import (calibration_option, err, figure_path, gpu_option, json_option, kernel_option, out,
-                                  output_path, shape_options, tile_options)
+                                  lengths_given, output_path, shape_options, tile_options)
 from perfmodel.errors import InputError
 from perfmodel.evaluation import advice, sweep as sw
 from perfmodel.kernels import get as get_kernel
@@ -26,11 +26,13 @@ def _values(kw: dict) -> dict:
     return {a: sw.parse_values(a, v, lo=0 if a == "pad" else 1) for a, v in kw.items() if v is not None}
 
 
-def _run(gpu_name, kernel, cal_path, dtype, causal, kw, explore=True):
+def _run(gpu_name, kernel, cal_path, dtype, causal, mode, kw, explore=True):
+    lengths_given(kw, require=False)
     spec = api.load_gpu(gpu_name)
     values = _values(kw)
     dtype = None if dtype is None else parse_dtype(dtype)          # None: the kernel's first (api.kernel_dtype)
-    return spec, api.sweep(spec, kernel, calibration=cal_path, dtype=dtype, causal=causal, explore=explore, **values)
+    return spec, api.sweep(spec, kernel, calibration=cal_path, dtype=dtype, causal=causal, explore=explore,
+                           mode=mode, **values)
 
 
 def _trust_json(tr):
@@ -50,15 +52,16 @@ def _trust_json(tr):
 @click.option("-o", "out_path", default=None,
               help="heatmap of predicted time over (Br, Bc) for one problem (one value of B, H, N, d): .png/.svg/.pdf")
 @calibration_option
-def sweep(gpu_name, kernel, dtype, causal, best, as_csv, as_json, limit, out_path, cal_path, **kw):
+def sweep(gpu_name, kernel, dtype, causal, mode, best, as_csv, as_json, limit, out_path, cal_path, **kw):
     """Predict every combination of the given lists/ranges (e.g. --N 128:8192:x2 --Br 16,32,64)."""
     if as_csv and as_json:
         raise InputError("--csv and --json: choose one")
     if out_path is not None:
         figure_path(out_path)
-        if any(len(sw.parse_values(a, kw[a])) > 1 for a in ("B", "H", "N", "d")):
-            raise InputError("-o draws one problem: give one value each of --B, --H, --N and --d")
-    spec, res = _run(gpu_name, kernel, cal_path, dtype, causal, kw)
+        if any(len(sw.parse_values(a, kw[a])) > 1 for a in ("B", "H", "Hkv", "N", "Nq", "Nk", "d")
+               if kw.get(a) is not None):
+            raise InputError("-o draws one problem: give one value each of --B, --H, --N (or --Nq, --Nk) and --d")
+    spec, res = _run(gpu_name, kernel, cal_path, dtype, causal, mode, kw)
     dtype = res.prediction.shape.dtype
     n_fit = int(res.fits.sum())
     if n_fit == 0:
@@ -68,7 +71,7 @@ def sweep(gpu_name, kernel, dtype, causal, best, as_csv, as_json, limit, out_pat
     rows = res.best() if best else sorted(res.rows(), key=lambda r: r[1])
     # with --best: each problem's runner-up, to time beside the pick where the two lie close
     runners = res.runners_up() if best else [None] * len(rows)
-    tile_axes = res.axes[len(sw.AXES):]
+    tile_axes = res.tile_axes
     swept = get_kernel(res.kernel)
 
     def runner(p, second):
@@ -85,25 +88,28 @@ def sweep(gpu_name, kernel, dtype, causal, best, as_csv, as_json, limit, out_pat
         from perfmodel import plot
 
         # time_s is inf where a tile does not fit; other tile fields: the fastest value per (Br, Bc) cell
-        t = res.time_s.reshape(res.time_s.shape[4:6] + (-1,))
+        n = res.n_shape
+        t = res.time_s.reshape(res.time_s.shape[n:n + 2] + (-1,))
         fig = plot.heatmap(t.min(axis=-1), res.values["Br"], res.values["Bc"],
-                           f"{kernel} on {spec.name}: " + " ".join(f"{a}={res.values[a][0]}" for a in ("B", "H", "N", "d")),
-                           aggregated=[a for a in res.axes[6:] if len(res.values[a]) > 1])
+                           f"{kernel} on {spec.name}: " + " ".join(f"{a}={res.values[a][0]}" for a in res.shape_axes),
+                           aggregated=[a for a in res.axes[n + 2:] if len(res.values[a]) > 1])
         plot.save(fig, out_path)
         err.print(f"wrote {out_path}")
     cols = list(res.axes) + ["time_s", "bound"]
     if as_csv:
         w = csv.writer(sys.stdout)
-        w.writerow(["kernel"] + cols + (["runner_up", "runner_up_time_s"] if best else []))
+        w.writerow(["kernel"] + cols[:res.n_shape] + ["dtype", "causal", "mode"] + cols[res.n_shape:]
+                   + (["runner_up", "runner_up_time_s"] if best else []))
         for (p, t, b), second in zip(rows, runners):
             extra = []
             if best:
                 what, t2 = runner(p, second)
                 extra = [what, "" if t2 is None else f"{t2:.6g}"]
-            w.writerow([kernel] + [p[a] for a in res.axes] + [f"{t:.6g}", b] + extra)
+            w.writerow([kernel] + [p[a] for a in res.shape_axes] + [dtype, int(causal), mode]
+                       + [p[a] for a in res.tile_axes] + [f"{t:.6g}", b] + extra)
         return
     if as_json:
-        click.echo(report.dumps({"gpu": spec.key, "kernel": kernel, "dtype": dtype, "causal": causal,
+        click.echo(report.dumps({"gpu": spec.key, "kernel": kernel, "dtype": dtype, "causal": causal, "mode": mode,
                                  "configurations": res.size, "best": best,
                                  "ceilings": res.prediction.ceilings.basis,
                                  "rows": [dict(p, time_s=t, bound=b, **({"runner_up": None if sec is None else
@@ -174,13 +180,13 @@ def bench(gpu_name, kernel, record_path):
 @click.option("--measured", "measured_path", default=None, help="measured CSV: matching rows are drawn hollow")
 @click.option("-o", "out_path", required=True, help=".png, .svg or .pdf")
 @calibration_option
-def roofline(gpu_name, kernel, dtype, causal, measured_path, out_path, cal_path, **kw):
+def roofline(gpu_name, kernel, dtype, causal, mode, measured_path, out_path, cal_path, **kw):
     """Hierarchical roofline (DRAM, L2, shared memory, compute) with the kernel at each memory level."""
     from perfmodel import plot
     from perfmodel.evaluation import dataset, figures
 
     figure_path(out_path)
-    spec, res = _run(gpu_name, kernel, cal_path, dtype, causal, kw, explore=False)
+    spec, res = _run(gpu_name, kernel, cal_path, dtype, causal, mode, kw, explore=False)
     dtype = res.prediction.shape.dtype
     sets = dataset.load([measured_path]) if measured_path else []
     points = figures.roofline_points(res, sets)

@@ -1,8 +1,9 @@
 """Measurement sets: the one reader of measurement CSVs, for validate, fit, plots and roofline.
 
-A measurement CSV has one row per configuration (written by ``perfmodel measure``): the kernel, the shape axes
-(B, H, N, d, dtype, causal), the launch columns (Br, Bc, threads, pad), the timing (median_ms, ...) and its
-provenance. Files written before the causal axis existed read as non-causal. Rows are grouped by (kernel, GPU)
+A measurement CSV has one row per configuration (written by ``perfmodel measure``): the kernel, the problem (B, H,
+Hkv, Nq, Nk, d, dtype, causal, mode), the launch columns (Br, Bc, threads, pad), the timing (median_ms, ...) and its
+provenance. Files written before an axis existed read as its default: N for both lengths, Hkv = H, non-causal,
+mode fwd. Rows are grouped by (kernel, GPU)
 into ``MeasurementSet``s of numpy arrays, validated cell by cell: a malformed cell is a one-line error naming
 the file, the line and the column.
 """
@@ -20,16 +21,31 @@ import numpy as np
 
 from perfmodel.errors import InputError, read_text
 from perfmodel.kernels.base import TILE_COLUMNS
-from perfmodel.shape import AXES, DTYPES, MAX_SIZE, AttentionShape
+from perfmodel.shape import AXES, DTYPES, MAX_SIZE, MODES, AttentionShape
 
-KEY = ("kernel",) + AXES + TILE_COLUMNS                  # identifies a configuration (and its split)
-REQUIRED = KEY + ("median_ms", "gpu_name")
+# the columns of the configuration key of a plain row (forward, Nq = Nk = N, Hkv = H), whose text the training split
+# hashes (fit.in_training_split); other rows add Hkv, Nq, Nk and mode (split_key)
+KEY = ("kernel", "B", "H", "N", "d") + TILE_COLUMNS
+REQUIRED = ("kernel", "B", "H", "d") + TILE_COLUMNS + ("median_ms", "gpu_name")
 
 
-def problem_keys(cols: dict, dtype, causal) -> list:
-    """Each row's problem (B, H, N, d, dtype, causal) from its columns: rows of one problem differ only in their
-    tiles."""
-    return list(zip(*(cols[a] for a in AXES), dtype, causal))
+def problem_keys(cols: dict, dtype, causal, mode=None) -> list:
+    """Each row's problem (B, H, Hkv, Nq, Nk, d, dtype, causal, mode) from its columns: rows of one problem differ only
+    in their tiles."""
+    mode = ["fwd"] * len(dtype) if mode is None else mode
+    return list(zip(*(cols[a] for a in AXES), dtype, causal, mode))
+
+
+def split_key(row: dict) -> str:
+    """The text that decides a row's split: the plain row's KEY columns as written; a row of grouped heads, of
+    Nq != Nk or of another mode names Hkv, Nq, Nk and mode as well."""
+    cell = lambda k: str(row.get(k) if row.get(k) is not None else "").strip()
+    nq, nk = cell("Nq") or cell("N"), cell("Nk") or cell("N")
+    plain = (cell("Hkv") in ("", cell("H"))) and nq == nk and (cell("mode") or "fwd") == "fwd"
+    if plain:
+        return ",".join(nq if k == "N" else cell(k) for k in KEY)
+    return ",".join([cell("kernel"), cell("B"), cell("H"), cell("Hkv") or cell("H"), nq, nk, cell("d")]
+                    + [cell(k) for k in TILE_COLUMNS] + [cell("mode") or "fwd"])
 
 
 @dataclass(frozen=True)
@@ -42,6 +58,11 @@ class MeasurementSet:
     causal: np.ndarray        # bool per row
     measured_s: np.ndarray
     files: tuple
+    mode: np.ndarray = None   # str per row (fwd where a file has no mode column)
+
+    def __post_init__(self):
+        if self.mode is None:
+            object.__setattr__(self, "mode", np.array(["fwd"] * len(self.rows)))
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -53,15 +74,19 @@ class MeasurementSet:
         """The rows at ``idx``, in that order."""
         return MeasurementSet(self.kernel, self.gpu_name, [self.rows[i] for i in idx],
                               {k: v[idx] for k, v in self.cols.items()}, self.dtype[idx], self.causal[idx],
-                              self.measured_s[idx], self.files)
+                              self.measured_s[idx], self.files, self.mode[idx])
 
     def shapes(self) -> list[tuple]:
-        """(dtype, causal) groups present: each evaluates as one vectorised AttentionShape."""
-        return sorted(set(zip(self.dtype.tolist(), self.causal.tolist())))
+        """(dtype, causal, mode) groups present: each evaluates as one vectorised AttentionShape."""
+        return sorted(set(zip(self.dtype.tolist(), self.causal.tolist(), self.mode.tolist())))
+
+    def group(self, dtype, causal, mode):
+        """The mask of the rows of one ``shapes`` group."""
+        return (self.dtype == dtype) & (self.causal == causal) & (self.mode == mode)
 
     def problems(self) -> list:
         """Each row's problem (problem_keys)."""
-        return problem_keys(self.cols, self.dtype, self.causal)
+        return problem_keys(self.cols, self.dtype, self.causal, self.mode)
 
     def spin_clock_mhz(self) -> np.ndarray:
         """Per row, the mean SM clock the bench's two spins read around its timed runs (spin_clock_mhz_before and
@@ -71,10 +96,10 @@ class MeasurementSet:
 
     def shape(self, mask=None) -> AttentionShape:
         m = slice(None) if mask is None else mask
-        dt = self.dtype[m]
-        cz = self.causal[m]
-        return AttentionShape(*(self.cols[a][m] for a in AXES), dtype=str(dt[0]) if len(dt) else "fp32",
-                              causal=bool(cz[0]) if len(cz) else False)
+        dt, cz, md = self.dtype[m], self.causal[m], self.mode[m]
+        return AttentionShape.from_columns({a: self.cols[a][m] for a in AXES}, dtype=str(dt[0]) if len(dt) else "fp32",
+                                           causal=bool(cz[0]) if len(cz) else False,
+                                           mode=str(md[0]) if len(md) else "fwd")
 
     def tile_columns(self, mask=None) -> dict:
         m = slice(None) if mask is None else mask
@@ -122,6 +147,8 @@ def read_rows(path: Path) -> tuple[list[dict], list[str]] | None:
     reader = csv.DictReader(io.StringIO("".join(l for l in text.splitlines(keepends=True) if not l.startswith("#"))))
     fields = reader.fieldnames or []
     missing = [c for c in REQUIRED if c not in fields]
+    if not missing and "N" not in fields and not {"Nq", "Nk"} <= set(fields):
+        missing = ["N"]
     if missing and "reason" in fields:
         return None
     if missing:
@@ -154,11 +181,19 @@ def load(paths, note=None) -> list[MeasurementSet]:
     for (kernel, gpu_name), rows in sorted(groups.items()):
         kernels.get(kernel)                                 # an unknown kernel is an error here
         cols = {c: np.empty(len(rows), np.int64) for c in AXES + TILE_COLUMNS + ("regs_per_thread",)}
-        dtype, causal, ms = [], [], np.empty(len(rows))
+        dtype, causal, mode, ms = [], [], [], np.empty(len(rows))
         for i, r in enumerate(rows):
             where = lambda c: f"{r['_file']}, line {r['_line']}, column {c}"
-            for c in AXES + TILE_COLUMNS:
+            given = lambda c: r.get(c) not in (None, "")
+            for c in ("B", "H", "d") + TILE_COLUMNS:
                 cols[c][i] = _int(r[c], where(c), lo=0 if c == "pad" else 1)
+            for c, default in (("Nq", "N"), ("Nk", "N"), ("Hkv", "H")):
+                src = c if given(c) else default
+                if not given(src):
+                    raise InputError(f"{where(c)}: the row gives neither {c} nor {default}")
+                cols[c][i] = _int(r[src], where(src), lo=1)
+            if cols["H"][i] % cols["Hkv"][i]:
+                raise InputError(f"{where('Hkv')}: H={cols['H'][i]} is not a multiple of Hkv={cols['Hkv'][i]}")
             cols["regs_per_thread"][i] = _int(r["regs_per_thread"], where("regs_per_thread"), 0) \
                 if r.get("regs_per_thread") not in (None, "") else 0
             dt = (r.get("dtype") or "fp32").strip()
@@ -166,7 +201,12 @@ def load(paths, note=None) -> list[MeasurementSet]:
                 raise InputError(f"{where('dtype')}: unknown dtype {dt!r}")
             dtype.append(dt)
             causal.append(_bool(r.get("causal", ""), where("causal")))
+            md = (r.get("mode") or "fwd").strip()
+            if md not in MODES:
+                raise InputError(f"{where('mode')}: unknown mode {md!r} (known: {', '.join(MODES)})")
+            mode.append(md)
             ms[i] = _time_ms(r["median_ms"], where("median_ms"))
+        cols["N"] = cols["Nq"]            # the one length of square rows, as the files before Nq and Nk name it
         out.append(MeasurementSet(kernel, gpu_name, rows, cols, np.array(dtype), np.array(causal, bool),
-                                  ms * 1e-3, tuple(sorted({r["_file"] for r in rows}))))
+                                  ms * 1e-3, tuple(sorted({r["_file"] for r in rows})), np.array(mode)))
     return out

@@ -35,8 +35,10 @@ def roofline_points(res: SweepResult, measured: list[MeasurementSet]) -> list[di
         ix = tuple(res.values[a].index(params[a]) for a in res.axes)
         tiles = k.Tiles(**{f: params[f] for f in k.Tiles.fields()})
         cols = {a: int(np.asarray(v)) for a, v in tiles.columns().items()}
-        key = tuple(params[a] for a in AXES) + tuple(cols[c_] for c_ in ("Br", "Bc", "threads", "pad"))
-        label = f"N={params['N']} d={params['d']} " + " ".join(f"{f}={params[f]}" for f in k.Tiles.fields())
+        shape = res.shape_of(params)
+        key = tuple(int(getattr(shape, a)) for a in AXES) + tuple(cols[c_] for c_ in ("Br", "Bc", "threads", "pad"))
+        lengths = f"N={shape.Nq}" if shape.Nq == shape.Nk else f"Nq={shape.Nq} Nk={shape.Nk}"
+        label = f"{lengths} d={params['d']} " + " ".join(f"{f}={params[f]}" for f in k.Tiles.fields())
         points.append({"label": label, "flops": float(flops[ix]), "time_s": t,
                        "bytes": {lv: float(b[ix]) for lv, b in byts.items()}, "measured_s": meas.get(key)})
     return points

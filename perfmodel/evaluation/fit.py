@@ -26,16 +26,17 @@ import zlib
 import numpy as np
 
 from perfmodel.errors import InputError
-from perfmodel.evaluation.dataset import KEY, MeasurementSet
+from perfmodel.evaluation.dataset import MeasurementSet, split_key
 from perfmodel.hw.calibration import FIT_START, Calibration
 from perfmodel.hw.gpu import GPUSpec
 
+# the rule a calibration records for its training split; rows of grouped heads, Nq != Nk or another mode hash
+# "kernel,B,H,Hkv,Nq,Nk,d,Br,Bc,threads,pad,mode" under it (dataset.split_key)
 SPLIT_RULE = 'crc32("kernel,B,H,N,d,Br,Bc,threads,pad") % 4 == 0'
 
 
 def in_training_split(row: dict) -> bool:
-    key = ",".join(str(row[k]).strip() for k in KEY)
-    return zlib.crc32(key.encode()) % 4 == 0
+    return zlib.crc32(split_key(row).encode()) % 4 == 0
 
 
 def _predict(gpu, cal, ms: MeasurementSet, costs):

@@ -1,7 +1,8 @@
 """Sweeps: parameter lists and ranges -> an open mesh (one numpy axis per parameter) -> predictions.
 
-The axes are the shape's (B, H, N, d) followed by the kernel's tile fields. Each sits on its own broadcast axis,
-so the whole mesh is one vectorised evaluation (perfmodel.model.engine.evaluate).
+The axes are the problem's (B, H, and Hkv where given, N or Nq and Nk, d: shape.given_axes) followed by the kernel's
+tile fields. Each sits on its own broadcast axis, so the whole mesh is one vectorised evaluation
+(perfmodel.model.engine.evaluate).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from perfmodel.hw.calibration import Calibration
 from perfmodel.hw.gpu import GPUSpec
 from perfmodel.kernels.base import Kernel
 from perfmodel.model import engine
-from perfmodel.shape import AXES, MAX_SIZE, AttentionShape
+from perfmodel.shape import MAX_SIZE, AttentionShape, given_axes
 
 MAX_VALUES = 100_000                 # values of one axis
 MAX_CONFIGURATIONS = 20_000_000      # cells of a whole mesh (a few GB of float arrays at most)
@@ -66,13 +67,27 @@ def parse_values(name: str, text: str, lo: int = 1) -> list[int]:
 @dataclass
 class SweepResult:
     kernel: str
-    axes: tuple              # AXES + the kernel's tile fields
+    axes: tuple              # the problem's axes (shape.given_axes) + the kernel's tile fields
     values: dict             # axis -> list of values
     time_s: np.ndarray       # one numpy axis per entry of ``axes``; inf where the tile does not fit
     fits: np.ndarray
     bound: np.ndarray
     prediction: engine.Prediction
     seconds: float           # wall time of the evaluation
+    n_shape: int = 4         # how many of ``axes`` are the problem's
+
+    @property
+    def shape_axes(self) -> tuple:
+        return self.axes[:self.n_shape]
+
+    @property
+    def tile_axes(self) -> tuple:
+        return self.axes[self.n_shape:]
+
+    def shape_of(self, p: dict) -> AttentionShape:
+        """The problem of one cell's parameters."""
+        s = self.prediction.shape
+        return AttentionShape.from_columns(p, s.dtype, s.causal, s.mode)
 
     @property
     def size(self) -> int:
@@ -94,11 +109,10 @@ class SweepResult:
         breaks a limit of the problem (its memory, its grid), that limit, not the first tile's lack of an
         instance."""
         from perfmodel.kernels import get
-        from perfmodel.shape import AttentionShape
 
         k, found = get(self.kernel), []
         for p in self.unfit()[:look]:
-            shape = AttentionShape(*(p[a] for a in AXES), self.prediction.shape.dtype, self.prediction.shape.causal)
+            shape = self.shape_of(p)
             broken = k.first_broken(self.prediction.gpu, shape, k.Tiles(**{f: p[f] for f in k.Tiles.fields()}))
             if broken:
                 found.append(broken)
@@ -111,7 +125,7 @@ class SweepResult:
     def _kth_fastest(self, k: int):
         """Index arrays (one per axis) of each problem's k-th fastest tile configuration (0: the fastest; ties in
         axis order), over the problems where some configuration fits."""
-        n_shape = len(AXES)
+        n_shape = self.n_shape
         shape = self.time_s.shape
         flat = self.time_s.reshape(shape[:n_shape] + (-1,))
         keep = np.nonzero(np.isfinite(flat.min(axis=-1)))
@@ -119,24 +133,31 @@ class SweepResult:
         return tuple(keep) + tuple(np.unravel_index(arg, shape[n_shape:]))
 
     def best(self):
-        """For each problem (B, H, N, d): the fitting tile configuration with the least predicted time."""
+        """For each problem (the shape axes' cell): the fitting tile configuration with the least predicted time."""
         ix = self._kth_fastest(0)
         return list(zip(self.params_at(ix), self.time_s[ix].tolist(), self.bound[ix].tolist()))
 
     def runners_up(self):
         """For each problem of ``best`` (same order): the fitting tile configuration with the second least
         predicted time, as (params, time_s), or None where only one tile fits."""
-        if int(np.prod(self.time_s.shape[len(AXES):])) < 2:
+        if int(np.prod(self.time_s.shape[self.n_shape:])) < 2:
             return [None] * len(self._kth_fastest(0)[0])
         ix = self._kth_fastest(1)
         return [(p, t) if np.isfinite(t) else None for p, t in zip(self.params_at(ix), self.time_s[ix].tolist())]
 
 def run(gpu: GPUSpec, kernel: Kernel, cal: Calibration, values: dict, dtype: str = "fp32",
-        causal: bool = False, explore: bool = True) -> SweepResult:
-    """``values``: axis -> list of ints. A tile field not given takes the kernel's sweep values (``explore``) or
-    else its default."""
-    axes = AXES + kernel.Tiles.fields()
-    defaults = kernel.default_tiles(AttentionShape(*(values.get(a, [1])[0] for a in AXES), dtype, causal), gpu)
+        causal: bool = False, explore: bool = True, mode: str = "fwd") -> SweepResult:
+    """``values``: axis -> list of ints (B, H, Hkv, N, Nq, Nk, d and the kernel's tile fields). A tile field not
+    given takes the kernel's sweep values (``explore``) or else its default."""
+    given = [a for a, v in values.items() if v is not None]
+    shape_axes = given_axes(given)
+    if "N" not in shape_axes:                       # one length given, the other from N (or its default)
+        for a in ("Nq", "Nk"):
+            if values.get(a) is None:
+                values = {**values, a: values.get("N") or [512]}
+    axes = shape_axes + kernel.Tiles.fields()
+    first = {a: values.get(a, [1])[0] for a in shape_axes}
+    defaults = kernel.default_tiles(AttentionShape.from_columns(first, dtype, causal, mode), gpu)
     vals = {}
     for a in axes:
         v = values.get(a)
@@ -148,7 +169,8 @@ def run(gpu: GPUSpec, kernel: Kernel, cal: Calibration, values: dict, dtype: str
                 raise InputError(f"kernel {kernel.name}: give --{a}")
             v = [int(dv)]
         vals[a] = list(v)
-    extra = [a for a, v in values.items() if v is not None and a not in axes]
+    extra = [a for a, v in values.items() if v is not None and a not in axes and not (a == "N" and
+                                                                                      "N" not in axes)]
     if extra:
         raise InputError(f"kernel {kernel.name} has no tile parameter '{extra[0]}' (its tiles: "
                          f"{', '.join(kernel.Tiles.fields())})")
@@ -160,7 +182,7 @@ def run(gpu: GPUSpec, kernel: Kernel, cal: Calibration, values: dict, dtype: str
         shp = [1] * len(axes)
         shp[i] = len(vals[a])
         arrays[a] = np.asarray(vals[a], dtype=np.int64).reshape(shp)
-    shape = AttentionShape(*(arrays[a] for a in AXES), dtype=dtype, causal=causal)
+    shape = AttentionShape.from_columns(arrays, dtype, causal, mode)
     tiles = kernel.Tiles(**{a: arrays[a] for a in kernel.Tiles.fields()})
     t0 = time.perf_counter()
     pred = engine.evaluate(gpu, kernel, shape, tiles, cal)
@@ -169,7 +191,7 @@ def run(gpu: GPUSpec, kernel: Kernel, cal: Calibration, values: dict, dtype: str
     time_s = np.where(fits, np.broadcast_to(pred.time_s, full), np.inf)
     seconds = time.perf_counter() - t0
     return SweepResult(kernel.name, axes, vals, time_s, np.broadcast_to(fits, full),
-                       np.broadcast_to(pred.timing.bound, full), pred, seconds)
+                       np.broadcast_to(pred.timing.bound, full), pred, seconds, n_shape=len(shape_axes))
 
 
 def benchmark(gpu: GPUSpec, cal: Calibration, kernel: Kernel, repeats: int = 3) -> dict:

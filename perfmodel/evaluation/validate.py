@@ -13,7 +13,7 @@ from perfmodel.evaluation.fit import in_training_split
 from perfmodel.hw import calibration as cal_mod, gpu as gpu_mod
 from perfmodel.kernels import get as get_kernel
 from perfmodel.model import engine, seed
-from perfmodel.shape import AXES
+from perfmodel.shape import AXES, AttentionShape
 
 
 def average_ranks(x: np.ndarray) -> np.ndarray:
@@ -112,7 +112,7 @@ class Evaluation:
     @property
     def problems(self) -> list:
         """Each row's problem (dataset.problem_keys)."""
-        return problem_keys(self.params, self.params["dtype"], self.params["causal"])
+        return problem_keys(self.params, self.params["dtype"], self.params["causal"], self.params["mode"])
 
     def summary(self) -> dict:
         groups = self.problems
@@ -153,21 +153,25 @@ def predict_set(ms: MeasurementSet, spec, cal) -> tuple[np.ndarray, tuple]:
 
 
 def row_predictions(ms: MeasurementSet, spec, cal):
-    """(row mask, engine.Prediction of those rows) for each (dtype, causal) of a measurement set (its measured
+    """(row mask, engine.Prediction of those rows) for each (dtype, causal, mode) of a measurement set (its measured
     registers where recorded)."""
     kernel = get_kernel(ms.kernel)
-    for dtype, causal in ms.shapes():
-        m = (ms.dtype == dtype) & (ms.causal == causal)
+    for group in ms.shapes():
+        m = ms.group(*group)
         shape = ms.shape(m)
+        lack = kernel.lacks(shape)
+        if lack:
+            row = ms.rows[np.flatnonzero(m)[0]]
+            raise InputError(f"{ms.kernel} rows of {row['_file']}: kernel {ms.kernel} {lack}")
         # a library picks its own tiles (a row's columns record the preset of the day it was measured)
         tiles = (kernel.library_tiles(shape, spec) if kernel.external
                  else kernel.Tiles.from_columns(ms.tile_columns(m)))
-        unfit = np.flatnonzero(~np.broadcast_to(kernel.fits(spec, shape, tiles), np.shape(shape.N)))
+        unfit = np.flatnonzero(~np.broadcast_to(kernel.fits(spec, shape, tiles), np.shape(shape.Nq)))
         if unfit.size:
             i = unfit[0]
             one = lambda x: np.asarray(x).reshape(-1)[i].item() if np.ndim(x) else x
-            reason = kernel.why_not(spec, type(shape)(*(one(getattr(shape, f)) for f in AXES), shape.dtype,
-                                                      shape.causal),
+            reason = kernel.why_not(spec, AttentionShape.from_columns({f: one(getattr(shape, f)) for f in AXES},
+                                                                      shape.dtype, shape.causal, shape.mode),
                                     type(tiles)(**{f: one(getattr(tiles, f)) for f in tiles.fields()}))
             row = ms.rows[np.flatnonzero(m)[i]]
             raise InputError(f"{unfit.size} of {len(ms)} {ms.kernel} rows cannot run on {spec.name} (first: "
@@ -208,8 +212,11 @@ def evaluate(sets: list[MeasurementSet], gpu_name: str | None = None, cal_path: 
             raise InputError(f"{bad} of {len(ms)} {ms.kernel} rows cannot run on {spec.name} (they do not fit it); "
                              f"predict them with the GPU they were measured on")
         P = {k: ms.cols[k] for k in AXES + ("Br", "Bc", "threads", "pad")}
-        P.update(dtype=ms.dtype, causal=ms.causal)
-        sd = np.asarray(seed.predict(spec, P["B"], P["H"], P["N"], P["d"], P["Br"], P["Bc"]).time_s, float)
+        P.update(dtype=ms.dtype, causal=ms.causal, mode=ms.mode, N=ms.cols["Nq"])
+        # the seed's baseline knows the plain forward only
+        plain = (ms.cols["Nq"] == ms.cols["Nk"]) & (ms.cols["H"] == ms.cols["Hkv"]) & (ms.mode == "fwd")
+        sd = np.where(plain, np.asarray(seed.predict(spec, P["B"], P["H"], P["N"], P["d"], P["Br"], P["Bc"]).time_s,
+                                        float), np.nan)
         key = get_kernel(ms.kernel).fit_key
         out.append(Evaluation(ms.kernel, spec.key, len(ms), P, ms.measured_s, pred, sd, roof, list(ms.files), split,
                               cal.fitted(key), cal.describe(key, ms.kernel)))

@@ -76,6 +76,11 @@ _DTYPE_TENSOR_FIELD = {"fp16": "tensor_fp16_tflops", "bf16": "tensor_bf16_tflops
                        "tf32": "tensor_tf32_tflops", "fp8": "tensor_fp8_tflops"}
 
 
+# Compute capabilities NVIDIA has shipped (CUDA C++ Programming Guide, "Compute Capabilities"); a spec with another
+# is refused rather than modelled as the nearest NVIDIA chip
+NVIDIA_CAPABILITIES = ("3.0", "3.2", "3.5", "3.7", "5.0", "5.2", "5.3", "6.0", "6.1", "6.2", "7.0", "7.2", "7.5",
+                       "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "10.1", "10.3", "11.0", "12.0", "12.1")
+
 @dataclass(frozen=True)
 class GPUSpec:
     """A validated GPU spec. Raw YAML values are fields; SI-unit values are properties."""
@@ -133,6 +138,12 @@ class GPUSpec:
     measured_smem_bw_gbps: float | None = None
 
     # --- SI units, converted once -------------------------------------------------------------
+    @property
+    def capability(self) -> tuple[int, int]:
+        """The compute capability as numbers, (9, 0): compare these, never the 'sm_90' strings."""
+        major, minor = self.compute_capability.split(".")
+        return int(major), int(minor)
+
     @property
     def sm(self) -> str:
         """The architecture as nvcc names it: compute capability 8.6 -> 'sm_86'."""
@@ -253,6 +264,12 @@ def _check(raw: object, where: str) -> dict:
     if not re.fullmatch(r"[1-9][0-9]?\.[0-9]", out["compute_capability"]):
         raise InputError(f"{where}: field 'compute_capability' must be MAJOR.MINOR (e.g. \"9.0\"), got "
                          f"{out['compute_capability']!r}")
+    if out["compute_capability"] not in NVIDIA_CAPABILITIES:
+        raise InputError(f"{where}: compute capability {out['compute_capability']} is no NVIDIA architecture; "
+                         f"perfmodel models NVIDIA GPUs ({', '.join(NVIDIA_CAPABILITIES)})")
+    if out["warp_size"] != 32:
+        raise InputError(f"{where}: warp_size {out['warp_size']}: perfmodel models NVIDIA GPUs, whose warps are 32 "
+                         f"threads")
     if not out["sources"]:
         raise InputError(f"{where}: field 'sources' must list at least one source")
     _consistent(out, where)

@@ -104,6 +104,9 @@ class Kernel(ABC):
     source: str = ""                       # CUDA file in perfmodel/kernels/csrc/
     dtypes: tuple[str, ...] = ("fp32",)
     causal: bool = False
+    gqa: bool = False                      # runs grouped K/V heads (H a multiple of Hkv > 1 query heads a K/V head)
+    cross: bool = False                    # runs Nq != Nk (causal aligned bottom-right)
+    modes: tuple[str, ...] = ("fwd",)      # passes it runs: fwd, bwd (fwd_bwd: both)
     Tiles: type = Tiles
     arch: dict = {}                        # "sm_90" -> ArchFacts
     serial: tuple = ()                     # groups of timing resources whose times add (model/timing.py)
@@ -154,13 +157,34 @@ class Kernel(ABC):
         return [16, 32, 64, 128] if name in ("Br", "Bc") else None
 
     # --- problem support ------------------------------------------------------------------------------
+    def lacks(self, shape: AttentionShape) -> str | None:
+        """What this kernel lacks to run ``shape`` (any of its problems, when vectorised), in words, or None. It
+        reads the declarations: ``dtypes``, ``causal``, ``gqa`` (grouped K/V heads), ``cross`` (Nq != Nk) and
+        ``modes``."""
+        if shape.dtype not in self.dtypes:
+            return f"runs {'/'.join(self.dtypes)} only, not {shape.dtype}"
+        if shape.causal and not self.causal:
+            return "has no causal variant"
+        if not self.gqa and np.any(np.asarray(shape.Hkv) != np.asarray(shape.H)):
+            return "does not run grouped K/V heads (Hkv < H)"
+        if not self.cross and np.any(np.asarray(shape.Nq) != np.asarray(shape.Nk)):
+            return "does not run different query and key lengths (Nq != Nk)"
+        if any(m not in self.modes for m in (("fwd", "bwd") if shape.mode == "fwd_bwd" else (shape.mode,))):
+            return f"does not run mode {shape.mode} (it runs {', '.join(self.modes)})"
+        return None
+
     def check_shape(self, shape: AttentionShape) -> None:
+        """One line naming what this kernel lacks for ``shape`` and the kernels that have it."""
         if shape.dtype not in DTYPES:
             raise InputError(f"unknown dtype '{shape.dtype}'; known: {', '.join(DTYPES)}")
-        if shape.dtype not in self.dtypes:
-            raise InputError(f"kernel {self.name} runs {'/'.join(self.dtypes)} only, not {shape.dtype}")
-        if shape.causal and not self.causal:
-            raise InputError(f"kernel {self.name} has no causal variant")
+        lack = self.lacks(shape)
+        if lack:
+            # where the dtype is not what is missing, a kernel of another dtype still runs the workload
+            as_theirs = lambda k: (shape if shape.dtype not in self.dtypes or shape.dtype in k.dtypes
+                                   else dataclasses.replace(shape, dtype=k.dtypes[0]))
+            others = [k.name for k in REGISTRY.values() if k is not self and k.lacks(as_theirs(k)) is None]
+            raise InputError(f"kernel {self.name} {lack}; "
+                             + (f"kernels that do: {', '.join(others)}" if others else "no kernel here does yet"))
 
     # --- launch shape -----------------------------------------------------------------------------------
     @abstractmethod
@@ -174,13 +198,14 @@ class Kernel(ABC):
         return self.grid_blocks(shape, tiles), 1, 1
 
     def buffer_bytes(self, shape: AttentionShape, tiles: Tiles):
-        """Device memory the launch needs beyond Q, K, V and O (row statistics, split partials); none here."""
-        return 0 * np.asarray(shape.N, np.int64)
+        """Device memory the launch needs beyond the problem's tensors (row statistics, split partials); none here."""
+        return 0 * np.asarray(shape.Nq, np.int64)
 
     def device_bytes(self, shape: AttentionShape, tiles: Tiles):
-        """Device memory the launch's tensors take: Q, K, V and O, and the kernel's own buffers."""
-        f = lambda x: np.asarray(x, dtype=float)            # float: the products of huge sizes overflow int64
-        return 4 * f(shape.heads) * f(shape.N) * f(shape.d) * shape.element_bytes + f(self.buffer_bytes(shape, tiles))
+        """Device memory the call's tensors take: Q, K, V and O (the backward's: also dO, LSE, dQ, dK and dV), and
+        the kernel's own buffers."""
+        held = shape if shape.mode == "fwd" else shape.with_mode("bwd")
+        return held.tensor_bytes() + np.asarray(self.buffer_bytes(shape, tiles), dtype=float)
 
     @property
     def fit_key(self) -> str:
@@ -222,7 +247,13 @@ class Kernel(ABC):
         smem = self.smem_bytes(shape, tiles)
         regs = self.facts(gpu.sm)[0].regs
         gx, gy, gz = (np.asarray(g, dtype=float) for g in self.grid_dims(shape, tiles))
-        return self.constraints(gpu, shape, tiles) + [
+        H, Hkv, Nq, Nk = (np.asarray(x) for x in (shape.H, shape.Hkv, shape.Nq, shape.Nk))
+        support = [(H % Hkv == 0, "H={H} query heads cannot share Hkv={Hkv} K/V heads (H must be a multiple)")]
+        if not self.gqa:
+            support.append((Hkv == H, "does not run grouped K/V heads (Hkv < H)"))
+        if not self.cross:
+            support.append((Nq == Nk, "does not run different query and key lengths (Nq != Nk)"))
+        return support + self.constraints(gpu, shape, tiles) + [
             (self.device_bytes(shape, tiles) <= gpu.dram_bytes,
              f"the problem's tensors (Q, K, V, O and the kernel's buffers) take {{mem}}; {gpu.name} has "
              f"{gpu.dram_bytes / 2**30:.0f} GiB"),
@@ -246,7 +277,7 @@ class Kernel(ABC):
     def tensor_core_limits(gpu, shape: AttentionShape, max_d: int = 256) -> list[tuple[object, str]]:
         """What every fp16/bf16 tensor-core kernel here needs: mma.sync (sm_80 or newer) and its head dims."""
         d = np.asarray(shape.d)
-        has_mma = bool(gpu.tensor_flops(shape.dtype)) and gpu.sm >= "sm_80"
+        has_mma = bool(gpu.tensor_flops(shape.dtype)) and gpu.capability >= (8, 0)
         return [(np.asarray(has_mma), f"needs fp16/bf16 tensor cores with mma.sync (sm_80 or newer); {gpu.name} is "
                                       f"{gpu.sm}"),
                 ((d % 8 == 0) & (d <= max_d), f"head dimension d={{d}} must be a multiple of 8, at most {max_d}")]
@@ -273,6 +304,7 @@ class Kernel(ABC):
                 gib = float(np.asarray(self.device_bytes(shape, tiles))) / 2**30
                 mem = f"{gib:,.1f} GiB" if gib < 1e6 else f"{gib:.3g} GiB"
                 return i, f"{self.name}: " + reason.format(threads=int(np.asarray(tiles.threads)),
+                                                           H=shape.H, Hkv=shape.Hkv,
                                                            tiles=desc + f", d={shape.d}", d=shape.d,
                                                            smem=int(np.asarray(self.smem_bytes(shape, tiles))),
                                                            grid=grid, mem=mem)
@@ -312,4 +344,9 @@ def get(name: str) -> Kernel:
     try:
         return REGISTRY[str(name)]
     except KeyError:
-        raise InputError(f"unknown kernel '{name}'; known: {', '.join(REGISTRY)}") from None
+        import difflib
+
+        near = difflib.get_close_matches(str(name).strip().lower().replace("_", "-"), list(REGISTRY), n=1,
+                                         cutoff=0.85)
+        hint = f" (did you mean '{near[0]}'?)" if near else ""
+        raise InputError(f"unknown kernel '{name}'; known: {', '.join(REGISTRY)}{hint}") from None

@@ -23,7 +23,7 @@ from perfmodel.kernels import get as get_kernel
 from perfmodel.kernels.base import Tiles
 from perfmodel.shape import AXES, AttentionShape, make_shape
 
-_SHAPE_KEYS = set(AXES) | {"dtype", "causal"}
+_SHAPE_KEYS = set(AXES) | {"N", "dtype", "causal", "mode"}
 
 
 @dataclass(frozen=True)
@@ -37,12 +37,17 @@ class Config:
     def key(self) -> dict:
         """The CSV key columns of this configuration (perfmodel.measure.runner.KEY)."""
         s = self.shape
-        return dict(kernel=self.kernel, B=s.B, H=s.H, N=s.N, d=s.d, **{k: int(v) for k, v in self.tiles.columns().items()},
-                    dtype=s.dtype, causal=int(s.causal))
+        return dict(kernel=self.kernel, B=s.B, H=s.H, Hkv=s.Hkv, Nq=s.Nq, Nk=s.Nk, d=s.d,
+                    **{k: int(v) for k, v in self.tiles.columns().items()}, dtype=s.dtype, causal=int(s.causal),
+                    mode=s.mode)
 
     def label(self) -> str:
         t = " ".join(f"{k}={getattr(self.tiles, k)}" for k in self.tiles.fields())
-        return f"{self.kernel} N={self.shape.N} d={self.shape.d} {self.shape.dtype}{' causal' if self.shape.causal else ''} {t}"
+        s = self.shape
+        lengths = f"N={s.Nq}" if s.Nq == s.Nk else f"Nq={s.Nq} Nk={s.Nk}"
+        heads = f" Hkv={s.Hkv}" if s.Hkv != s.H else ""
+        return (f"{self.kernel} {lengths}{heads} d={s.d} {s.dtype}{' causal' if s.causal else ''}"
+                f"{'' if s.mode == 'fwd' else ' ' + s.mode} {t}")
 
 
 def _list(raw, key, where):
@@ -84,7 +89,12 @@ def expand(raw: dict, kernel: str) -> list[Config]:
             raise InputError(f"set {n_set}: unknown key '{unknown[0]}' for kernel {kernel} (its tiles: "
                              f"{', '.join(k.Tiles.fields())})")
         lists = {a: s.get(a, default) for a, default in
-                 dict(B=[1], H=[4], N=[512], d=[32], dtype=["fp32"], causal=[False]).items()}
+                 dict(B=[1], H=[4], Hkv=[None], d=[32], dtype=["fp32"], causal=[False], mode=["fwd"]).items()}
+        if "Nq" in s or "Nk" in s:                  # queries and keys apart, each defaulting to N
+            lists["Nq"], lists["Nk"] = s.get("Nq", s.get("N", [512])), s.get("Nk", s.get("N", [512]))
+            lengths = list(itertools.product(lists["Nq"], lists["Nk"]))
+        else:
+            lengths = [(n, n) for n in s.get("N", [512])]
         others = [f for f in k.Tiles.fields() if f not in ("Br", "Bc")]
         if "tiles" in s:                            # [Br, Bc] or [Br, Bc, the kernel's third tile field]
             if any(len(t) == 3 for t in s["tiles"]) and not others:
@@ -93,10 +103,10 @@ def expand(raw: dict, kernel: str) -> list[Config]:
         else:                                       # not given: the kernel's default tiles for each shape
             triples = [(a, b, None) for a, b in itertools.product(s.get("Br", [None]), s.get("Bc", [None]))]
         other_lists = [s.get(f, [None]) for f in others]
-        for B, H, N, d, dt, causal, (Br, Bc, third), *rest in itertools.product(
-                lists["B"], lists["H"], lists["N"], lists["d"], lists["dtype"], lists["causal"], triples,
-                *other_lists):
-            shape = make_shape(B, H, N, d, dt, causal)
+        for B, H, Hkv, (Nq, Nk), d, dt, causal, mode, (Br, Bc, third), *rest in itertools.product(
+                lists["B"], lists["H"], lists["Hkv"], lengths, lists["d"], lists["dtype"], lists["causal"],
+                lists["mode"], triples, *other_lists):
+            shape = make_shape(B, H, None, d, dt, causal, Hkv=Hkv, Nq=Nq, Nk=Nk, mode=mode)
             k.check_shape(shape)
             extra = dict(zip(others, rest))
             if third is not None:

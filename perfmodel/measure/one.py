@@ -14,15 +14,21 @@ from perfmodel.shape import AXES, make_shape
 
 
 def _args(c) -> str:
+    """The argument line of a configuration: N where the lengths agree and no Hkv or mode where they are the
+    defaults, so that a plain problem's line reads as before."""
     s, t = c.shape, c.tiles
-    return " ".join([f"{x}={getattr(s, x)}" for x in AXES] + [f"dtype={s.dtype}", f"causal={int(s.causal)}"]
-                    + [f"{f}={getattr(t, f)}" for f in t.fields()])
+    axes = [x for x in AXES if not (x == "Hkv" and s.Hkv == s.H) and not (x in ("Nq", "Nk") and s.Nq == s.Nk)]
+    axes = axes[:2] + (["N"] if s.Nq == s.Nk else []) + axes[2:]
+    return " ".join([f"{x}={getattr(s, x)}" for x in axes] + [f"dtype={s.dtype}", f"causal={int(s.causal)}"]
+                    + ([f"mode={s.mode}"] if s.mode != "fwd" else []) + [f"{f}={getattr(t, f)}" for f in t.fields()])
 
 
 def configure(k, params: dict):
     """(AttentionShape, Tiles) of kernel ``k`` from NAME=VALUE strings (the argument lines ``--list`` prints)."""
     p = dict(params)
-    shape = make_shape(*(p.pop(x) for x in AXES), dtype=p.pop("dtype", "fp32"), causal=p.pop("causal", "0") == "1")
+    shape = make_shape(p.pop("B"), p.pop("H"), p.pop("N", None), p.pop("d"), dtype=p.pop("dtype", "fp32"),
+                       causal=p.pop("causal", "0") == "1", Hkv=p.pop("Hkv", None), Nq=p.pop("Nq", None),
+                       Nk=p.pop("Nk", None), mode=p.pop("mode", "fwd"))
     return shape, k.make_tiles(shape, **p)
 
 

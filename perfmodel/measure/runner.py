@@ -29,18 +29,42 @@ from perfmodel.measure.grid import Config
 from perfmodel.model import engine
 from perfmodel.shape import AXES
 
-KEY = ["kernel", *AXES, *TILE_COLUMNS, "dtype", "causal", "l2_flush"]
-# files written before the head-start spins measured the clock (bench.Timing) end at "command"
-PRE_SPIN_COLUMNS = KEY + ["median_ms", "p20_ms", "p80_ms", "n_runs", "rel_err", "regs_per_thread", "smem_bytes",
-                        "local_bytes", "cuda_blocks_per_sm", "gpu_name", "sm_clock_mhz_before", "sm_clock_mhz_after",
-                        "sm_clock_max_mhz", "driver", "torch", "torch_cuda", "nvcc", "date", "seed", "command"]
-COLUMNS = PRE_SPIN_COLUMNS + ["spin_clock_mhz_before", "spin_clock_mhz_after", "median_cycles"]
+KEY = ["kernel", *AXES, *TILE_COLUMNS, "dtype", "causal", "mode", "l2_flush"]
+_RESULT = ["median_ms", "p20_ms", "p80_ms", "n_runs", "rel_err", "regs_per_thread", "smem_bytes", "local_bytes",
+           "cuda_blocks_per_sm", "gpu_name", "sm_clock_mhz_before", "sm_clock_mhz_after", "sm_clock_max_mhz", "driver",
+           "torch", "torch_cuda", "nvcc", "date", "seed", "command"]
+_SPIN = ["spin_clock_mhz_before", "spin_clock_mhz_after", "median_cycles"]
+COLUMNS = KEY + _RESULT + _SPIN
 SKIP_COLUMNS = KEY + ["reason", "detail", "date"]
-_KEY_DEFAULTS = {"causal": "0", "dtype": "fp32"}     # files written before these columns existed
+# files written before grouped heads, Nq != Nk and modes: one length N, Hkv = H, the forward; and before that, before
+# the head-start spins measured the clock (bench.Timing), ending at "command"
+N_KEY = ["kernel", "B", "H", "N", "d", *TILE_COLUMNS, "dtype", "causal", "l2_flush"]
+N_COLUMNS = N_KEY + _RESULT + _SPIN
+PRE_SPIN_COLUMNS = N_KEY + _RESULT
+# a column a file lacks reads as: (the column it defaults to, or the value)
+_KEY_DEFAULTS = {"causal": "0", "dtype": "fp32", "mode": "fwd", "Hkv": ("H",), "Nq": ("N",), "Nk": ("N",)}
+
+
+def _cell(row: dict, k: str) -> str:
+    v = row.get(k)
+    if v not in (None, ""):
+        return str(v).strip()
+    default = _KEY_DEFAULTS.get(k, "")
+    return _cell(row, default[0]) if isinstance(default, tuple) else default
 
 
 def row_key(row: dict) -> tuple:
-    return tuple(str(row.get(k) if row.get(k) not in (None, "") else _KEY_DEFAULTS.get(k, "")) for k in KEY)
+    """A row's configuration as the current KEY, from a file of either schema."""
+    return tuple(_cell(row, k) for k in KEY)
+
+
+def legacy_row(row: dict) -> dict:
+    """``row`` for a file of the one-length schema (N_KEY): N for Nq = Nk; InputError for a row that schema cannot
+    hold (grouped heads, Nq != Nk, a mode other than fwd)."""
+    if _cell(row, "Nq") != _cell(row, "Nk") or _cell(row, "Hkv") != _cell(row, "H") or _cell(row, "mode") != "fwd":
+        raise InputError("this file has the one-length columns (N, no Hkv, Nq, Nk or mode), which cannot hold grouped "
+                         "heads, Nq != Nk or a backward: write these rows to a new file")
+    return dict(row, N=_cell(row, "Nq"))
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -69,6 +93,8 @@ class Appender:
             self.f.flush()
 
     def add(self, row: dict) -> None:
+        if "N" in self.columns and "Nq" not in self.columns:
+            row = legacy_row(row)
         self.w.writerow({k: row.get(k, "") for k in self.columns})
         self.f.flush()
         os.fsync(self.f.fileno())
@@ -120,20 +146,31 @@ class Clock:
 
 
 def reference(torch, Q, K, V, causal: bool = False, max_bytes: int = 1 << 31):
-    """softmax(Q K^T / sqrt(d)) V in float64 (masked above the diagonal when causal), a few heads at a time."""
-    B, H, N, d = Q.shape
-    q, k, v = (x.reshape(B * H, N, d) for x in (Q, K, V))
-    out = torch.empty((B * H, N, d), dtype=torch.float64, device=Q.device)
-    step = max(1, max_bytes // (N * N * 8))
-    mask = torch.ones((N, N), dtype=torch.bool, device=Q.device).triu(1) if causal else None
+    """softmax(Q K^T / sqrt(d)) V in float64: Q (B, H, Nq, d), K and V (B, Hkv, Nk, d), each K/V head serving H / Hkv
+    query heads; causal masks keys beyond i + Nk - Nq for query i (bottom-right), and a query that sees no key
+    gives 0 (FlashAttention's convention). A few heads at a time."""
+    B, H, Nq, d = Q.shape
+    Hkv, Nk = K.shape[1], K.shape[2]
+    g = H // Hkv
+    q = Q.reshape(B * H, Nq, d)
+    k, v = (x.reshape(B * Hkv, Nk, d) for x in (K, V))
+    out = torch.empty((B * H, Nq, d), dtype=torch.float64, device=Q.device)
+    step = max(1, max_bytes // (Nq * Nk * 8))
+    mask = None
+    if causal:
+        i = torch.arange(Nq, device=Q.device)[:, None]
+        j = torch.arange(Nk, device=Q.device)[None, :]
+        mask = j > i + (Nk - Nq)
     for s in range(0, B * H, step):
         e = min(B * H, s + step)
-        S = torch.matmul(q[s:e].double(), k[s:e].double().transpose(1, 2)) / math.sqrt(d)
+        kv = torch.arange(s, e, device=Q.device) // g          # the K/V head of each query head (B-major)
+        S = torch.matmul(q[s:e].double(), k[kv].double().transpose(1, 2)) / math.sqrt(d)
         if mask is not None:
             S.masked_fill_(mask, float("-inf"))
-        out[s:e] = torch.matmul(torch.softmax(S, dim=-1), v[s:e].double())
-        del S
-    return out.reshape(B, H, N, d)
+        P = torch.nan_to_num(torch.softmax(S, dim=-1), nan=0.0)     # rows that see no key: 0
+        out[s:e] = torch.matmul(P, v[kv].double())
+        del S, P
+    return out.reshape(B, H, Nq, d)
 
 
 # relative Frobenius error against the float64 reference a correct kernel stays under, per element type
@@ -149,14 +186,14 @@ class Runner:
     def __init__(self, torch, shape, extra: tuple = ()):
         self.torch, self.shape = torch, shape
         self.tolerance = TOLERANCE[shape.dtype]
-        B, H, N, d = (int(x) for x in (shape.B, shape.H, shape.N, shape.d))
-        numel = B * H * N * d
+        B, H, Nq, d = (int(x) for x in (shape.B, shape.H, shape.Nq, shape.d))
+        numel = B * H * Nq * d
         self.guard = 1024
         self.Obuf = torch.empty(numel + self.guard, dtype=self.torch_dtype(), device="cuda")
-        self.O = self.Obuf[:numel].view(B, H, N, d)
+        self.O = self.Obuf[:numel].view(B, H, Nq, d)
         self.extra = {}
         for name in extra:                         # per-row statistics some kernels keep in global memory
-            setattr(self, name, torch.empty(B * H * N, dtype=torch.float32, device="cuda"))
+            setattr(self, name, torch.empty(B * H * Nq, dtype=torch.float32, device="cuda"))
             self.extra[name] = getattr(self, name)
 
     def torch_dtype(self):
@@ -164,8 +201,10 @@ class Runner:
 
     def inputs(self, seed: int):
         g = self.torch.Generator(device="cuda").manual_seed(seed)
-        shape = tuple(int(x) for x in (self.shape.B, self.shape.H, self.shape.N, self.shape.d))
-        return tuple(self.torch.randn(shape, generator=g, device="cuda", dtype=self.torch_dtype()) for _ in range(3))
+        s = self.shape
+        q = tuple(int(x) for x in (s.B, s.H, s.Nq, s.d))
+        kv = tuple(int(x) for x in (s.B, s.Hkv, s.Nk, s.d))
+        return tuple(self.torch.randn(shp, generator=g, device="cuda", dtype=self.torch_dtype()) for shp in (q, kv, kv))
 
     def poison(self):
         self.Obuf.fill_(float("nan"))
@@ -206,13 +245,15 @@ def check_correct(torch, runner, seed: int) -> float:
         raise InputError("the kernel wrote past the end of its output")
     if bool(torch.isnan(runner.O).any().item()):
         return float("inf")                      # an element was not written (or is NaN)
-    B, H, N, d = Q.shape
+    B, H, Nq, d = Q.shape
+    Hkv, Nk = K.shape[1], K.shape[2]
     O = runner.O
-    if 4.0 * B * H * N * N * d > REFERENCE_FLOPS and B * H > 8:
+    if 4.0 * B * H * Nq * Nk * d > REFERENCE_FLOPS and B * H > 8:
         g = np.random.default_rng(seed)
         heads = sorted({0, B * H - 1, *g.choice(B * H, 6, replace=False).tolist()})
-        pick = lambda t: t.reshape(B * H, 1, N, d)[heads]
-        Q, K, V, O = pick(Q), pick(K), pick(V), pick(O)
+        kv = [h // (H // Hkv) for h in heads]
+        Q, O = (t.reshape(B * H, 1, Nq, d)[heads] for t in (Q, O))
+        K, V = (t.reshape(B * Hkv, 1, Nk, d)[kv] for t in (K, V))
     ref = reference(torch, Q, K, V, causal=bool(runner.shape.causal))
     err = torch.linalg.vector_norm(O.double() - ref) / torch.linalg.vector_norm(ref)
     e = float(err.item())
@@ -222,12 +263,16 @@ def check_correct(torch, runner, seed: int) -> float:
 def replace_row(path: Path, key: tuple, new: dict) -> None:
     """Rewrite ``path`` with the row of ``key`` replaced by ``new`` (a temporary file renamed over the old)."""
     rows = read_rows(path)
+    with path.open(newline="") as f:
+        columns = next(csv.reader(line for line in f if not line.startswith("#")), None) or COLUMNS
+    if "N" in columns and "Nq" not in columns:
+        new = legacy_row(new)
     tmp = path.with_suffix(".tmp")
     with tmp.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w = csv.DictWriter(f, fieldnames=columns)
         w.writeheader()
         for r in rows:
-            w.writerow({k: (new if row_key(r) == key else r).get(k, "") for k in COLUMNS})
+            w.writerow({k: (new if row_key(r) == key else r).get(k, "") for k in columns})
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)

@@ -8,6 +8,7 @@ Pure and vectorised: every argument may be a numpy array (broadcast together).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,22 +24,38 @@ from perfmodel.shape import AttentionShape
 
 
 @dataclass(frozen=True)
+class LaunchTime:
+    """One kernel launch of a call: its name (the kernel's, or 'kernel:stage'), launch shape, counts, blocks per
+    SM and its own Timing (time and bound)."""
+
+    name: str
+    launch: Launch
+    counts: Counts
+    blocks_per_sm: np.ndarray
+    timing: timing.Timing
+
+    @property
+    def time_s(self):
+        return self.timing.time_s
+
+
+@dataclass(frozen=True)
 class Prediction:
     kernel: str
     gpu: GPUSpec
     calibration: Calibration
     shape: AttentionShape
     tiles: Tiles
-    counts: Counts
-    launch: Launch
+    counts: Counts               # the whole call's (its launches' added)
+    launch: Launch               # the main launch's shape (the first of ``launches`` of the call's main pass)
     blocks_per_sm: np.ndarray
     waves: np.ndarray
     warps_per_sm: np.ndarray
     traffic: memory.Traffic
-    timing: timing.Timing
+    timing: timing.Timing        # the whole call's: the launches' times added
     ceilings: Ceilings
     roofline_time_s: np.ndarray
-    companions: tuple = ()       # kernels queued behind this one: (key, Launch, blocks per SM, seconds), in time_s
+    launches: tuple = ()         # LaunchTime of each kernel the call runs, in order; their times add to time_s
     path_costs: str = "spec"     # where the latency-path costs come from: 'fitted' (training split), 'probe', 'spec'
     constants: str = ""          # where all the constants come from, in words (calibration.describe)
     notes: tuple = ()
@@ -55,7 +72,18 @@ class Prediction:
 def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, cal: Calibration,
              regs=None) -> Prediction:
     """Predict every configuration of (shape, tiles), which broadcast together. No fit check: callers that
-    need one ask ``kernel.fits`` / ``kernel.why_not`` (a sweep keeps the non-fitting cells and masks them)."""
+    need one ask ``kernel.fits`` / ``kernel.why_not`` (a sweep keeps the non-fitting cells and masks them).
+    A forward-plus-backward call is its forward's launches, then its backward's."""
+    if shape.mode == "fwd_bwd":
+        fwd, bwd = (evaluate(gpu, kernel, shape.with_mode(m), tiles, cal, regs) for m in ("fwd", "bwd"))
+        return dataclasses.replace(
+            fwd, shape=shape, counts=fwd.counts + bwd.counts, launches=fwd.launches + bwd.launches,
+            traffic=memory.Traffic(*(a + b for a, b in zip(dataclasses.astuple(fwd.traffic)[:2],
+                                                           dataclasses.astuple(bwd.traffic)[:2])),
+                                   l2_hit_fraction=fwd.traffic.l2_hit_fraction),
+            timing=timing.add(fwd.timing, bwd.timing),
+            roofline_time_s=fwd.roofline_time_s + bwd.roofline_time_s,
+            notes=tuple(dict.fromkeys(fwd.notes + bwd.notes)))
     facts, note = kernel.facts(gpu.sm)
     given, tiles = tiles, kernel.resolve(gpu, shape, tiles)
     notes = tuple(n for n in (note, kernel.resolution_note(given, tiles)) if n)
@@ -71,11 +99,11 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
 
     bpsm, mem, t = timed(c, launch, kernel.fit_key, serial=kernel.serial, path_pipes=kernel.path_pipes,
                          pipe_p=kernel.pipe_p)
-    queued = []
+    launches = [LaunchTime(kernel.name, launch, c, bpsm, t)]
     for comp in kernel.companions(shape, tiles, facts):      # kernels queued after this one (split-KV's combine)
         cb, _, tc = timed(comp.counts, comp.launch, comp.key, cold=False)
         t = timing.add(t, tc)
-        queued.append((comp.key, comp.launch, cb, tc.time_s))
+        launches.append(LaunchTime(comp.key, comp.launch, comp.counts, cb, tc))
     ceil = ceilings(gpu, cal)
     roof = np.maximum(c.flops / ceil.compute_flops(shape.dtype), mem.dram_bytes / ceil.dram_bps)
     grid = np.asarray(launch.grid_blocks)
@@ -84,6 +112,6 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
         kernel=kernel.name, gpu=gpu, calibration=cal, shape=shape, tiles=tiles, counts=c, launch=launch,
         blocks_per_sm=bpsm, waves=occupancy.waves(gpu, grid, bpsm),
         warps_per_sm=np.minimum(bpsm, np.ceil(grid / gpu.sm_count)) * warps_per_block,
-        traffic=mem, timing=t, ceilings=ceil, roofline_time_s=roof, companions=tuple(queued),
+        traffic=mem, timing=t, ceilings=ceil, roofline_time_s=roof, launches=tuple(launches),
         path_costs=cal.path_basis(kernel.fit_key),
         constants=cal.describe(kernel.fit_key, kernel.name), notes=notes)
