@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGETS = ("docs/accuracy.md",)
+TARGETS = ("README.md", "docs/accuracy.md")
 SOURCES = {
     "accuracy": "examples/accuracy.json",
     "offgrid": "examples/benchmarks/offgrid_tc.json",
@@ -90,7 +90,7 @@ FP32_GROUPS = (
     ("fitted", "probe + fitted path costs"),
     ("probe_only", "probe only (`--no-fits`)"),
     ("h200_all_rows", "its probe + the H100's fits"),
-    ("h200_spec_and_sm_90_constants", "spec + sm_90 constants (`--no-calibration`)"),
+    ("h200_spec_and_sm_90_constants", "spec + sm_90 (`--no-calibration`)"),
 )
 
 
@@ -155,8 +155,8 @@ def advice(src: dict) -> str:
         rows.append([GPU[gpu], str(s["problems"]), share(s["share"]), share(s["within_5_percent"]),
                      f"{100 * s['slowdown_of_predicted_best_worst']:.1f}% slower", share(t["holds_measured_best"]),
                      share(t["random_pair_holds_best"])])
-    return table(["GPU", "problems", "pick is the measured best", "pick within 5% of it", "worst pick",
-                  "pick or runner-up is the best", "two random tiles are"], rows, "lrrrrrr")
+    return table(["GPU", "problems", "pick is best", "pick within 5%", "worst pick", "pick or runner-up is best",
+                  "two random tiles are"], rows, "lrrrrrr")
 
 
 def margins(src: dict) -> str:
