@@ -1,17 +1,17 @@
-"""How the tensor-core model does at shapes no committed grid holds: fa2_tc (five tiles a head dim), PyTorch's
-SDPA flash and cuDNN kernels at N in {640, 1536, 5000, 12000} and (B, H) in {(4, 4), (1, 32), (3, 12), (64, 8)},
-fp16, causal and not, timed on the H100 and the H200 (`scripts/gpu_run.sh offgrid-tc`, examples/grids/
-h100-offgrid-*.yaml -> examples/measurements/{h100,h200}/*.offgrid.csv). Nothing was fitted to these rows, and the
-model was chosen before they were timed (they have since turned down one variant: docs/known-gaps.md): every one is
-held out. For fa2_tc also the tile advice (the tile the model ranks fastest among the five against the measured
-fastest) and its fastest tile's time over each SDPA kernel's, timed in the same run (below 1: fa2_tc is faster).
-The second set (*.offgrid2.csv: bf16, N in {768, 2304, 6144, 10000}; `gpu_run.sh offgrid2-tc`) was timed later and
-left unscored until a model change was judged on it once (the tensor clock, docs/tensorcore.md); it is scored the
-same way, under "offgrid2/...". The third (*.offgrid3.csv: fp16, N in {896, 1792, 3584, 7168}; `gpu_run.sh
-offgrid3-tc`) judged the next change, the list-scheduling residual, by a rule stated before it was scored
-(docs/tensorcore.md); under "offgrid3/...". The fourth (*.offgrid4.csv: bf16) judged the wgmma group waits (its
-cuDNN rows) and a fit not shipped (its fa2_tc and SDPA flash rows), the fifth (*.offgrid5.csv: fp16 and bf16) the
-age-ordered tail, each once by a rule stated before; under "offgrid4/..." and "offgrid5/...".
+"""How the tensor-core model does at shapes no committed grid holds: fa2_tc (five tiles a head dim), PyTorch's SDPA
+flash and cuDNN kernels at N in {640, 1536, 5000, 12000} and (B, H) in {(4, 4), (1, 32), (3, 12), (64, 8)}, fp16, causal
+and not, timed on the H100 and the H200 (`scripts/gpu_run.sh offgrid-tc`, examples/grids/h100-offgrid-*.yaml ->
+examples/measurements/{h100,h200}/*.offgrid.csv). Nothing was fitted to these rows, and the model was chosen before they
+were timed (they have since turned down one variant: research/notes/known-gaps-log.md): every one is held out. For
+fa2_tc also the tile advice (the tile the model ranks fastest among the five against the measured fastest) and its
+fastest tile's time over each SDPA kernel's, timed in the same run (below 1: fa2_tc is faster). The second set
+(*.offgrid2.csv: bf16, N in {768, 2304, 6144, 10000}; `gpu_run.sh offgrid2-tc`) was timed later and left unscored until
+a model change was judged on it once (the tensor clock, research/notes/tensorcore.md); it is scored the same way, under
+"offgrid2/...". The third (*.offgrid3.csv: fp16, N in {896, 1792, 3584, 7168}; `gpu_run.sh offgrid3-tc`) judged the next
+change, the list-scheduling residual, by a rule stated before it was scored (research/notes/tensorcore.md); under
+"offgrid3/...". The fourth (*.offgrid4.csv: bf16) judged the wgmma group waits (its cuDNN rows) and a fit not shipped
+(its fa2_tc and SDPA flash rows), the fifth (*.offgrid5.csv: fp16 and bf16) the age-ordered tail, each once by a rule
+stated before; under "offgrid4/..." and "offgrid5/...".
 Writes examples/benchmarks/offgrid_tc.json (``--print``: prints it only, as when scoring an older model:
 PYTHONPATH=<its package> python examples/offgrid_tc.py --print).
 Run from the repository root: python examples/offgrid_tc.py"""
