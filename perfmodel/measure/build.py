@@ -16,7 +16,7 @@ from pathlib import Path
 
 from perfmodel.errors import InputError
 
-SOURCES = ["binding.cpp", "fa1.cu", "fa2.cu", "fa2_tc.cu", "probe.cu"]
+SOURCES = ["binding.cpp", "fa1.cu", "fa2.cu", "fa2_tc.cu", "fa2_tc_bwd.cu", "probe.cu"]
 HEADERS = ["probe_mma.cuh", "sm_timer.cuh"]     # included by the sources: part of the build's hash
 CUDA_FLAGS = ["-O3", "-lineinfo"]
 STALE_LOCK_S = 600   # a build of these sources takes well under this

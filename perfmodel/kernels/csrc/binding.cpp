@@ -37,6 +37,86 @@ void probe_clock(long long*, long long, int, cudaStream_t);
 void probe_ldsm(long long*, unsigned*, int, int, int, int, int, int, cudaStream_t);
 void probe_crowd(long long*, const void*, int, int, int, int, int, int, int, cudaStream_t);
 
+// ---- fa2_tc_bwd (begin): the tensor-core backward (fa2_tc_bwd.cu); one block, registered by fa2_tc_bwd_defs ----
+void fa2_tc_bwd_launch(const void*, const void*, const void*, const void*, const void*, const float*, void*, void*,
+                       void*, float*, float*, int, int, int, int, int, int, int, int, int, int, int, cudaStream_t);
+std::vector<std::array<int, 4>> fa2_tc_bwd_instances();
+cudaFuncAttributes fa2_tc_bwd_attributes(int d, int Bc, int Br, int warps, int dtype);
+size_t fa2_tc_bwd_smem_bytes(int d, int Bc, int Br, int warps);
+
+// dQ, dK, dV of softmax(Q K^T / sqrt(d)) V (causal: bottom-right aligned). Q, O, dO, dQ (B, H, Nq, d); K, V, dK, dV
+// (B, Hkv, Nk, d); LSE (B, H, Nq) fp32 natural log; workspaces dQ_accum (B, H, Nq, d) and D (B, H, Nq), fp32.
+void fa2_tc_backward(torch::Tensor Q, torch::Tensor K, torch::Tensor V, torch::Tensor O, torch::Tensor dO,
+                     torch::Tensor LSE, torch::Tensor dQ, torch::Tensor dK, torch::Tensor dV, torch::Tensor dQ_accum,
+                     torch::Tensor D, int64_t Bc, int64_t Br, int64_t warps, bool causal) {
+    const auto dt = Q.scalar_type();
+    TORCH_CHECK(dt == torch::kFloat16 || dt == torch::kBFloat16, "fa2_tc_bwd: Q must be float16 or bfloat16, got ", dt);
+    TORCH_CHECK(Q.dim() == 4, "fa2_tc_bwd: Q must be 4-D (B, H, Nq, d), got ", Q.sizes());
+    TORCH_CHECK(K.dim() == 4, "fa2_tc_bwd: K must be 4-D (B, Hkv, Nk, d), got ", K.sizes());
+    const int64_t B = Q.size(0), H = Q.size(1), Nq = Q.size(2), d = Q.size(3), Hkv = K.size(1), Nk = K.size(2);
+    TORCH_CHECK(K.size(0) == B && K.size(3) == d, "fa2_tc_bwd: K has shape ", K.sizes(), ", Q has ", Q.sizes());
+    TORCH_CHECK(Hkv >= 1 && H % Hkv == 0, "fa2_tc_bwd: H (", H, ") must be a multiple of K's heads (", Hkv, ")");
+    const char* names[9] = {"Q", "K", "V", "O", "dO", "dQ", "dK", "dV", "dQ_accum"};
+    const torch::Tensor* ts[9] = {&Q, &K, &V, &O, &dO, &dQ, &dK, &dV, &dQ_accum};
+    for (int i = 0; i < 9; ++i) {
+        const torch::Tensor& t = *ts[i];
+        const bool kv = i == 1 || i == 2 || i == 6 || i == 7;
+        const auto want = i == 8 ? torch::kFloat32 : dt;
+        TORCH_CHECK(t.is_cuda(), "fa2_tc_bwd: ", names[i], " must be a CUDA tensor");
+        TORCH_CHECK(t.device() == Q.device(), "fa2_tc_bwd: ", names[i], " is on ", t.device(), ", Q on ", Q.device());
+        TORCH_CHECK(t.is_contiguous(), "fa2_tc_bwd: ", names[i], " must be contiguous");
+        TORCH_CHECK(t.scalar_type() == want, "fa2_tc_bwd: ", names[i], " has dtype ", t.scalar_type(), ", want ", want);
+        TORCH_CHECK(t.sizes() == (kv ? K.sizes() : Q.sizes()), "fa2_tc_bwd: ", names[i], " has shape ", t.sizes(),
+                    ", want ", kv ? K.sizes() : Q.sizes());
+    }
+    const char* vnames[2] = {"LSE", "D"};
+    const torch::Tensor* vs[2] = {&LSE, &D};
+    for (int i = 0; i < 2; ++i) {
+        const torch::Tensor& t = *vs[i];
+        TORCH_CHECK(t.is_cuda() && t.device() == Q.device(), "fa2_tc_bwd: ", vnames[i], " must be on ", Q.device());
+        TORCH_CHECK(t.is_contiguous(), "fa2_tc_bwd: ", vnames[i], " must be contiguous");
+        TORCH_CHECK(t.scalar_type() == torch::kFloat32, "fa2_tc_bwd: ", vnames[i], " must be float32, got ",
+                    t.scalar_type());
+        TORCH_CHECK(t.dim() == 3 && t.size(0) == B && t.size(1) == H && t.size(2) == Nq, "fa2_tc_bwd: ", vnames[i],
+                    " must be (B, H, Nq) = (", B, ", ", H, ", ", Nq, "), got ", t.sizes());
+    }
+    const c10::cuda::CUDAGuard guard(Q.device());
+    fa2_tc_bwd_launch(Q.data_ptr(), K.data_ptr(), V.data_ptr(), O.data_ptr(), dO.data_ptr(), LSE.data_ptr<float>(),
+                      dQ.data_ptr(), dK.data_ptr(), dV.data_ptr(), dQ_accum.data_ptr<float>(), D.data_ptr<float>(),
+                      (int)B, (int)H, (int)Hkv, (int)Nq, (int)Nk, (int)d, (int)Bc, (int)Br, (int)warps,
+                      dt == torch::kBFloat16 ? 1 : 0, causal ? 1 : 0, at::cuda::getCurrentCUDAStream().stream());
+}
+
+static void fa2_tc_bwd_defs(py::module_& mod) {
+    mod.def("fa2_tc_backward", &fa2_tc_backward,
+            "fa2_tc backward: dQ, dK, dV of softmax(Q K^T / sqrt(d)) V (three launches on the current stream)",
+            py::arg("Q"), py::arg("K"), py::arg("V"), py::arg("O"), py::arg("dO"), py::arg("LSE"), py::arg("dQ"),
+            py::arg("dK"), py::arg("dV"), py::arg("dQ_accum"), py::arg("D"), py::arg("Bc"), py::arg("Br"),
+            py::arg("warps"), py::arg("causal"));
+    mod.def("fa2_tc_bwd_instances", []() {
+        py::list out;
+        for (const auto& i : fa2_tc_bwd_instances()) out.append(py::make_tuple(i[0], i[1], i[2], i[3]));
+        return out;
+    }, "compiled fa2_tc backward instances as (d, Bc, Br, warps) tuples");
+    mod.def("fa2_tc_bwd_attributes", [](int d, int Bc, int Br, int warps, py::object dtype) {
+        std::string s = py::str(dtype);
+        if (s.rfind("torch.", 0) == 0) s = s.substr(6);
+        const int code = py::isinstance<py::int_>(dtype) ? dtype.cast<int>()
+                         : (s == "fp16" || s == "float16" || s == "half") ? 0
+                         : (s == "bf16" || s == "bfloat16") ? 1 : -1;
+        TORCH_CHECK(code == 0 || code == 1, "fa2_tc_bwd: dtype must be 0/1, 'fp16' or 'bf16', got ", s);
+        const cudaFuncAttributes a = fa2_tc_bwd_attributes(d, Bc, Br, warps, code);
+        py::dict r;
+        r["regs_per_thread"] = a.numRegs;
+        r["static_smem_bytes"] = (int64_t)a.sharedSizeBytes;
+        r["local_bytes"] = (int64_t)a.localSizeBytes;
+        r["max_threads_per_block"] = a.maxThreadsPerBlock;
+        r["dynamic_smem_bytes"] = (int64_t)fa2_tc_bwd_smem_bytes(d, Bc, Br, warps);
+        return r;
+    }, py::arg("d"), py::arg("Bc"), py::arg("Br"), py::arg("warps"), py::arg("dtype"));
+}
+// ---- fa2_tc_bwd (end) ----
+
 static void check_qkv(const torch::Tensor& t, const char* name) {
     TORCH_CHECK(t.is_cuda(), name, " must be a CUDA tensor");
     TORCH_CHECK(t.scalar_type() == torch::kFloat32, name, " must be float32");
@@ -204,4 +284,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, mod) {
         probe_crowd((long long*)cycles.data_ptr<int64_t>(), src.data_ptr(), blocks, threads, iters, tile_bytes,
                     shared ? 1 : 0, spin, ring, stream());
     });
+    fa2_tc_bwd_defs(mod);
 }
