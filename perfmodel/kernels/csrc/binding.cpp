@@ -17,7 +17,10 @@ cudaFuncAttributes fa2_attributes();
 int fa2_max_blocks_per_sm(int d, int Br, int Bc, int threads, int pad);
 void fa2_tc_launch_ex(const void*, const void*, const void*, void*, int, int, int, int, int, int, int, int, int,
                       size_t, cudaStream_t);
+void fa2_tc_launch_ex2(const void*, const void*, const void*, void*, int, int, int, int, int, int, int, int, int,
+                       int, int, float*, int, float*, float*, size_t, cudaStream_t);
 std::vector<std::array<int, 4>> fa2_tc_instances();
+std::vector<std::array<int, 4>> fa2_tc_splitkv_instances();
 cudaFuncAttributes fa2_tc_attributes(int d, int Br, int Bc, int warps, int dtype);
 size_t fa2_tc_smem_bytes(int d, int Br, int Bc, int warps);
 int fa2_tc_max_blocks_per_sm(int d, int Br, int Bc, int warps, int dtype, size_t extra_smem);
@@ -143,10 +146,24 @@ void fa2_forward(torch::Tensor Q, torch::Tensor K, torch::Tensor V, torch::Tenso
                Q.size(1), Q.size(2), Q.size(3), (int)Br, (int)Bc, (int)threads, (int)pad, stream());
 }
 
-// fa2_tc: Q, K, V, O of one shape (B, H, N, d), contiguous, on one CUDA device, all fp16 or all bf16.
+// fa2_tc: Q and O (B, H, Nq, d), K and V (B, Hkv, Nk, d), H a multiple of Hkv (query head h reads K/V head
+// h / (H/Hkv)), contiguous, on one CUDA device, all fp16 or all bf16. causal: query i sees keys j <= i + Nk - Nq
+// (bottom-right); a row that sees no key gets O = 0. lse: optional fp32 (B, H, Nq) output, the natural-log
+// log-sum-exp of each row's scaled scores (+inf for a row that sees no key). splits > 1: split-KV, with fp32
+// workspaces o_part (splits, B, H, Nq, d) and lse_part (splits, B, H, Nq), then a combine kernel. Anything but
+// the square, one-split, no-LSE problem needs an instance of fa2_tc_splitkv_instances().
+static void fa2_tc_check_f32(const torch::Tensor& t, const char* name, c10::IntArrayRef shape, const torch::Tensor& Q) {
+    TORCH_CHECK(t.is_cuda() && t.device() == Q.device(), "fa2_tc: ", name, " must be on ", Q.device());
+    TORCH_CHECK(t.scalar_type() == torch::kFloat32, "fa2_tc: ", name, " must be float32, got ", t.scalar_type());
+    TORCH_CHECK(t.is_contiguous(), "fa2_tc: ", name, " must be contiguous");
+    TORCH_CHECK(t.sizes() == shape, "fa2_tc: ", name, " has shape ", t.sizes(), ", expected ", shape);
+}
+
 void fa2_tc_forward(torch::Tensor Q, torch::Tensor K, torch::Tensor V, torch::Tensor O, int64_t Br, int64_t Bc,
-                    int64_t warps, bool causal, int64_t extra_smem) {
+                    int64_t warps, bool causal, int64_t extra_smem, int64_t splits, std::optional<torch::Tensor> lse,
+                    std::optional<torch::Tensor> o_part, std::optional<torch::Tensor> lse_part) {
     TORCH_CHECK(extra_smem >= 0, "fa2_tc: extra_smem must be >= 0, got ", extra_smem);
+    TORCH_CHECK(splits >= 1, "fa2_tc: splits must be >= 1, got ", splits);
     const auto dt = Q.scalar_type();
     TORCH_CHECK(dt == torch::kFloat16 || dt == torch::kBFloat16, "fa2_tc: Q must be float16 or bfloat16, got ", dt);
     const char* names[4] = {"Q", "K", "V", "O"};
@@ -157,13 +174,33 @@ void fa2_tc_forward(torch::Tensor Q, torch::Tensor K, torch::Tensor V, torch::Te
         TORCH_CHECK(t.dim() == 4, "fa2_tc: ", names[i], " must be 4-D (B, H, N, d)");
         TORCH_CHECK(t.is_contiguous(), "fa2_tc: ", names[i], " must be contiguous");
         TORCH_CHECK(t.scalar_type() == dt, "fa2_tc: ", names[i], " has dtype ", t.scalar_type(), ", Q has ", dt);
-        TORCH_CHECK(t.sizes() == Q.sizes(), "fa2_tc: ", names[i], " has shape ", t.sizes(), ", Q has ", Q.sizes());
         TORCH_CHECK(t.device() == Q.device(), "fa2_tc: ", names[i], " is on ", t.device(), ", Q on ", Q.device());
     }
+    const int64_t B = Q.size(0), H = Q.size(1), Nq = Q.size(2), d = Q.size(3), Hkv = K.size(1), Nk = K.size(2);
+    TORCH_CHECK(O.sizes() == Q.sizes(), "fa2_tc: O has shape ", O.sizes(), ", Q has ", Q.sizes());
+    TORCH_CHECK(K.size(0) == B && K.size(3) == d, "fa2_tc: K has shape ", K.sizes(), ", expected (", B, ", Hkv, Nk, ", d,
+                ")");
+    TORCH_CHECK(V.sizes() == K.sizes(), "fa2_tc: V has shape ", V.sizes(), ", K has ", K.sizes());
+    TORCH_CHECK(Hkv >= 1 && H % Hkv == 0, "fa2_tc: H=", H, " is not a multiple of Hkv=", Hkv);
+    float* lse_p = nullptr;
+    float* op = nullptr;
+    float* lp = nullptr;
+    if (lse.has_value() && lse->defined()) {
+        fa2_tc_check_f32(*lse, "lse", {B, H, Nq}, Q);
+        lse_p = lse->data_ptr<float>();
+    }
+    if (splits > 1) {
+        TORCH_CHECK(o_part.has_value() && o_part->defined() && lse_part.has_value() && lse_part->defined(),
+                    "fa2_tc: splits > 1 needs o_part (splits, B, H, Nq, d) and lse_part (splits, B, H, Nq), fp32");
+        fa2_tc_check_f32(*o_part, "o_part", {splits, B, H, Nq, d}, Q);
+        fa2_tc_check_f32(*lse_part, "lse_part", {splits, B, H, Nq}, Q);
+        op = o_part->data_ptr<float>();
+        lp = lse_part->data_ptr<float>();
+    }
     const c10::cuda::CUDAGuard guard(Q.device());
-    fa2_tc_launch_ex(Q.data_ptr(), K.data_ptr(), V.data_ptr(), O.data_ptr(), Q.size(0), Q.size(1), Q.size(2),
-                     Q.size(3), (int)Br, (int)Bc, (int)warps, dt == torch::kBFloat16 ? 1 : 0, causal ? 1 : 0,
-                     (size_t)extra_smem, stream());
+    fa2_tc_launch_ex2(Q.data_ptr(), K.data_ptr(), V.data_ptr(), O.data_ptr(), (int)B, (int)H, (int)Hkv, (int)Nq,
+                      (int)Nk, (int)d, (int)Br, (int)Bc, (int)warps, dt == torch::kBFloat16 ? 1 : 0, causal ? 1 : 0,
+                      lse_p, (int)splits, op, lp, (size_t)extra_smem, stream());
 }
 
 // dtype code for fa2_tc: 0 or 1, "fp16"/"float16"/"half" or "bf16"/"bfloat16", or a torch dtype.
@@ -192,9 +229,18 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, mod) {
     mod.def("fa2_attributes", []() { return attrs(fa2_attributes()); });
     mod.def("fa1_max_blocks_per_sm", &fa1_max_blocks_per_sm);
     mod.def("fa2_max_blocks_per_sm", &fa2_max_blocks_per_sm);
-    mod.def("fa2_tc_forward", &fa2_tc_forward, "fa2_tc forward: O = softmax(Q K^T / sqrt(d)) V",
+    mod.def("fa2_tc_forward", &fa2_tc_forward,
+            "fa2_tc forward: O = softmax(Q K^T / sqrt(d)) V; Q, O (B, H, Nq, d), K, V (B, Hkv, Nk, d); causal "
+            "bottom-right; lse: optional fp32 (B, H, Nq) output; splits > 1: split-KV into the fp32 workspaces "
+            "o_part (splits, B, H, Nq, d) and lse_part (splits, B, H, Nq), then combined",
             py::arg("Q"), py::arg("K"), py::arg("V"), py::arg("O"), py::arg("Br"), py::arg("Bc"), py::arg("warps"),
-            py::arg("causal"), py::arg("extra_smem") = 0);
+            py::arg("causal"), py::arg("extra_smem") = 0, py::kw_only(), py::arg("splits") = 1,
+            py::arg("lse") = py::none(), py::arg("o_part") = py::none(), py::arg("lse_part") = py::none());
+    mod.def("fa2_tc_splitkv_instances", []() {
+        py::list out;
+        for (const auto& i : fa2_tc_splitkv_instances()) out.append(py::make_tuple(i[0], i[1], i[2], i[3]));
+        return out;
+    }, "(d, Br, Bc, warps) of fa2_tc's inference kernel: grouped K/V heads, Nq != Nk, lse and splits > 1");
     mod.def("fa2_tc_instances", []() {
         py::list out;
         for (const auto& i : fa2_tc_instances()) out.append(py::make_tuple(i[0], i[1], i[2], i[3]));
