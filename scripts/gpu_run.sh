@@ -116,7 +116,7 @@ case $step in
   probe-clock) python3 scripts/probe_clock.py "$OUT/clock.json" ;;          # spin clocks: in-kernel timer against events
   probe-crowd) python3 scripts/probe_crowd.py "$OUT/crowd.json" ;;          # tile waits from L2 / DRAM against SMs loading
   probe-l2-reuse)     # L2's re-use misses by re-use distance, read-only, re-written and beside a stream (ncu counts)
-    python3 -c "from perfmodel.measure import build; build.load()"          # built outside the profiler
+    python3 -c "from perfmodel.measure import build; build.load_probe()"    # built outside the profiler
     ncu_probe probe_l2_reuse l2_reuse probe_reuse ;;
   probe-l2-share)     # L2's re-read misses by how many blocks read a line and where they sit (ncu counts)
     python3 -c "from perfmodel.measure import probe; probe.share_module()"
@@ -132,9 +132,9 @@ case $step in
     tf="-std=c++17 -O3 -lineinfo -D__CUDA_NO_HALF_OPERATORS__ -D__CUDA_NO_HALF_CONVERSIONS__"
     tf="$tf -D__CUDA_NO_BFLOAT16_CONVERSIONS__ -D__CUDA_NO_HALF2_OPERATORS__ --expt-relaxed-constexpr"
     for a in 86 89; do
-      for k in probe fa1 fa2; do
-        nvcc -O3 -arch=sm_$a -cubin "perfmodel/kernels/csrc/$k.cu" -o "/tmp/${k}_$a.cubin"
-        cuobjdump -sass "/tmp/${k}_$a.cubin" > "$d/${k}_sm$a.sass"
+      for k in measure/probe_csrc/probe kernels/csrc/fa1 kernels/csrc/fa2; do
+        nvcc -O3 -arch=sm_$a -Iperfmodel/kernels/csrc -cubin "perfmodel/$k.cu" -o "/tmp/${k##*/}_$a.cubin"
+        cuobjdump -sass "/tmp/${k##*/}_$a.cubin" > "$d/${k##*/}_sm$a.sass"
       done
       # shellcheck disable=SC2086
       nvcc $tf -gencode=arch=compute_$a,code=sm_$a -cubin perfmodel/kernels/csrc/fa2_tc.cu -o "/tmp/tc_$a.cubin"
@@ -147,7 +147,7 @@ case $step in
     { nvcc --version | tail -2; cuobjdump --version | tail -1; date -u; echo "scripts/gpu_run.sh sass-tc"; } > "$d/env.txt" ;;
   probe-ldsm)         # ldmatrix wavefronts per clock with unmergeable loads, and the loop's SASS (LDSM per body)
     python3 scripts/probe_ldsm.py "$OUT/ldsm.json"
-    so=$(find "$PERFMODEL_BUILD_DIR" -name 'perfmodel_*.so' | head -1)
+    so=$(find "$PERFMODEL_BUILD_DIR" -name 'perfmodel_probe_*.so' | head -1)
     cuobjdump -sass "$so" | awk '/Function :/{f=($0 ~ /probe_ldsm|probe_fill/)} f' > "$OUT/ldsm.sass" ;;
   lone-crowd)         # lone fa2_tc blocks as more SMs run, with the L2 flushed before each run and without
     pm measure --kernel fa2_tc --grid examples/grids/lone-crowd.yaml --out "$OUT/lone-crowd.csv"

@@ -70,7 +70,7 @@ def clock_runs(torch, ext, bencher):
 def main(out_path):
     torch = build.require_torch()
     tool = build.check_toolchain(torch)
-    ext = build.load()
+    ext = build.load_probe()
     record = clock_runs(torch, ext, bench.Bencher(torch))
     probe.write_record(out_path, torch, tool, record, indent=None)
 

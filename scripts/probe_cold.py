@@ -61,7 +61,7 @@ def touches(sm):
 
 
 def main(path):
-    torch, tool, ext = build.load_single("probe_cold.cu", "cold")
+    torch, tool, ext = build.load_single(build.csrc_dir() / "probe_cold.cu", "cold")
     from perfmodel.kernels import get as get_kernel
     from perfmodel.measure import one, runner as runner_mod
 

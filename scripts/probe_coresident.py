@@ -35,7 +35,7 @@ def extra_for(ext, d, br, bc, w, blocks, limit):
 
 
 def main(out_path):
-    torch, tool, ext, sm, _ = probe.script_setup()
+    torch, tool, ext, sm, _ = probe.script_setup(kernels=True)
     props = torch.cuda.get_device_properties(0)
     optin = int(getattr(props, "shared_memory_per_block_optin", 232448))
     kernel = get("fa2_tc")

@@ -34,7 +34,7 @@ def launches(sm):
 
 
 def main(path):
-    torch, tool, ext = build.load_single("probe_dispatch.cu", "dispatch", deps=("sm_timer.cuh",))
+    torch, tool, ext = build.load_single(build.csrc_dir() / "probe_dispatch.cu", "dispatch", deps=(build.csrc_dir() / "sm_timer.cuh",))
     props = torch.cuda.get_device_properties(0)
     sm = props.multi_processor_count
     smem_sm = props.shared_memory_per_multiprocessor

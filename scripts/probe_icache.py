@@ -70,7 +70,7 @@ def sm_issue_rates(t, where, instructions):
 def main(path):
     import numpy as np
 
-    torch, tool, ext = build.load_single("probe_icache.cu", "icache", deps=("sm_timer.cuh",))
+    torch, tool, ext = build.load_single(build.csrc_dir() / "probe_icache.cu", "icache", deps=(build.csrc_dir() / "sm_timer.cuh",))
     props = torch.cuda.get_device_properties(0)
     sm = props.multi_processor_count
     smem_sm = props.shared_memory_per_multiprocessor

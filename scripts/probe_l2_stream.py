@@ -40,7 +40,7 @@ def configs(sm: int, l2_bytes: int, smem_per_sm: int) -> list:
 def main(out_path):
     from perfmodel.measure import build, runner
 
-    torch, tool, ext = build.load_single("probe_stream.cu", "stream")
+    torch, tool, ext = build.load_single(build.csrc_dir() / "probe_stream.cu", "stream")
     props = torch.cuda.get_device_properties(0)
     sm = props.multi_processor_count
     cs = configs(sm, props.L2_cache_size, props.shared_memory_per_multiprocessor)

@@ -7,7 +7,7 @@ from perfmodel.measure import build, probe
 def main(path):
     torch = build.require_torch()
     tool = build.check_toolchain(torch)
-    ext = build.load()
+    ext = build.load_probe()
     props = torch.cuda.get_device_properties(0)
     out = probe._mma(torch, ext, props.multi_processor_count, props.major >= 8, print)
     probe.write_record(path, torch, tool, out, indent=1)

@@ -28,7 +28,7 @@ def load_module():
     major, minor = torch.cuda.get_device_capability()
     if (major, minor) != (9, 0):
         raise InputError(f"the wgmma probe needs an sm_90 GPU (this one is sm_{major}{minor})")
-    return build.load_single("probe_wgmma.cu", "wgmma", deps=build.HEADERS, arch="9.0a")
+    return build.load_single(build.csrc_dir() / "probe_wgmma.cu", "wgmma", deps=[build.probe_csrc_dir() / "probe_mma.cuh"], arch="9.0a")
 
 
 def timed(torch, launch, cycles):

@@ -21,7 +21,7 @@ KIB_PER_BLOCK = (4, 8, 12, 16, 24, 32, 40, 48, 64, 96)
 
 
 def main(path):
-    torch, tool, ext = build.load_single("probe_cold.cu", "cold")
+    torch, tool, ext = build.load_single(build.csrc_dir() / "probe_cold.cu", "cold")
     sm = torch.cuda.get_device_properties(0).multi_processor_count
     grid = 8 * sm
     benchers = {"zero": bench.Bencher(torch), "read": ReadFlush(torch), "none": bench.Bencher(torch, flush=False)}

@@ -56,7 +56,7 @@ def span_us(call):
 
 
 def main(path):
-    torch, tool, ext = build.load_single("probe_cold.cu", "cold")
+    torch, tool, ext = build.load_single(build.csrc_dir() / "probe_cold.cu", "cold")
     from torch.nn.attention import SDPBackend, sdpa_kernel
     F = torch.nn.functional
     bench = Bencher(torch)

@@ -120,10 +120,10 @@ def main(path):
     cold = which in ("phase-cold", "short")
     which = "phase" if which == "phase-cold" else which
     if which in ("phase", "short"):
-        torch, tool, ext = build.load_single("fa2_tc_phase.cu", "phase",
-                                             deps=("fa2_tc_trace.cu", "fa2_tc.cu", "sm_timer.cuh"))
+        torch, tool, ext = build.load_single(build.csrc_dir() / "fa2_tc_phase.cu", "phase",
+                                             deps=[build.csrc_dir() / n for n in ("fa2_tc_trace.cu", "fa2_tc.cu", "sm_timer.cuh")])
     else:
-        torch, tool, ext = build.load_single("fa2_tc_trace.cu", "trace", deps=("fa2_tc.cu", "sm_timer.cuh"))
+        torch, tool, ext = build.load_single(build.csrc_dir() / "fa2_tc_trace.cu", "trace", deps=[build.csrc_dir() / n for n in ("fa2_tc.cu", "sm_timer.cuh")])
     words = int(ext.trace_words)                  # per block: 3, or 8 in the phase build
     out = {"runs": [], "trace_set": os.environ.get("TRACE_SET", "first")}      # (the command line omits it)
     flush = bench.Bencher(torch).flush_l2 if cold else (lambda: None)

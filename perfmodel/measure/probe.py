@@ -77,7 +77,7 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
 
     torch = build.require_torch()
     tool = build.check_toolchain(torch)
-    ext = build.load(verbose=verbose)
+    ext = build.load_probe(verbose=verbose)
     props = torch.cuda.get_device_properties(0)
     sm = props.multi_processor_count
     clock = runner.Clock()
@@ -280,11 +280,12 @@ def shared_room_from_times(sizes, seconds, ends: int = 3) -> float:
 
 
 def share_module():
-    """(torch, toolchain facts, module) of csrc/probe_share.cu, the shared-read launch, built as its own extension
-    (`perfmodel probe`, scripts/probe_l2_share.py)."""
+    """(torch, toolchain facts, module) of probe_csrc/probe_share.cu, the shared-read launch, built as its own
+    extension (`perfmodel probe`, scripts/probe_l2_share.py)."""
     from perfmodel.measure import build
 
-    return build.load_single("probe_share.cu", "share", deps=("sm_timer.cuh",))
+    return build.load_single(build.probe_csrc_dir() / "probe_share.cu", "share",
+                             deps=(build.csrc_dir() / "sm_timer.cuh",))
 
 
 def shared_read_sizes(l2_bytes: int) -> list:
@@ -418,14 +419,15 @@ def ncu_probe_main(launch, join, usage: str) -> None:
         sys.exit(usage)
 
 
-def script_setup():
-    """What a probe script (scripts/probe_*.py) starts from: torch, the toolchain record, the built extension, the SM
-    count and a zeroed int64 buffer of one entry per SM on the GPU (each block's clock64 span)."""
+def script_setup(kernels: bool = False):
+    """What a probe script (scripts/probe_*.py) starts from: torch, the toolchain record, the built extension (the
+    probe's microbenchmarks; with ``kernels``, the kernels' module), the SM count and a zeroed int64 buffer of one
+    entry per SM on the GPU (each block's clock64 span)."""
     from perfmodel.measure import build
 
     torch = build.require_torch()
     tool = build.check_toolchain(torch)
-    ext = build.load()
+    ext = build.load() if kernels else build.load_probe()
     sm = torch.cuda.get_device_properties(0).multi_processor_count
     return torch, tool, ext, sm, torch.zeros(sm, dtype=torch.int64, device="cuda")
 
