@@ -162,7 +162,7 @@ def test_tensor_core_targets_hold(kernel, gpu_dir):
 
 
 def test_speed_benchmark_beside_pytorch_is_checked_and_clocked():
-    """examples/benchmarks/fa2_tc_vs_sdpa.json (scripts/fa2_tc_bench.py bench): every shape's fa2_tc tile, SDPA flash
+    """examples/benchmarks/fa2_tc_vs_sdpa.json (research/scripts/fa2_tc_bench.py bench): every shape's fa2_tc tile, SDPA flash
     and cuDNN passed their float64 check before timing, were timed as perfmodel measure times (L2 flushed, the clock
     read around each run) and interleaved; the README's ratio table is read off it (d = 64: fa2_tc 1.11-1.20x
     flash's throughput; d = 128, N >= 4096: 0.94-1.05x)."""

@@ -195,20 +195,3 @@ def test_interleaved_calls_alternate_run_by_run_with_every_run_prepared():
     assert (t["a"].median_ms, t["b"].median_ms) == (pytest.approx(1.0), pytest.approx(3.0))
     assert t["a"].n_runs == t["b"].n_runs == 5 and t["b"].spread == pytest.approx(1.0)
     assert t["a"].clock_before_mhz == pytest.approx(1800.0, rel=1e-6)
-
-
-def test_best_cycles_per_iter_is_the_least_median_over_launches():
-    """The probe scripts' timing (probe.best_cycles_per_iter): each launch writes every block's cycles; the
-    median over blocks per iteration, the least over launches."""
-    import numpy as np
-
-    from perfmodel.measure import probe
-
-    spans = iter([[100, 300, 200], [90, 400, 120], [500, 500, 10]])      # medians 200, 120, 500
-    cycles = type("buf", (), {})()
-
-    def launch():
-        cycles.cpu = lambda s=np.array(next(spans)): type("t", (), {"numpy": lambda self: s})()
-
-    torch = type("torch", (), {"cuda": type("cuda", (), {"synchronize": staticmethod(lambda: None)})})
-    assert probe.best_cycles_per_iter(torch, launch, cycles, iters=10) == 12.0

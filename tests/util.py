@@ -46,7 +46,7 @@ def fa2_tc_ptxas(path):
 
 def ncu_sass(tarball, tag):
     """(header, instruction rows) of ``sass_<tag>.csv`` in a committed tarball of Nsight Compute source-page
-    exports (scripts/ncu_sdpa_sass.sh): its first line names the kernel, its second the columns."""
+    exports (research/scripts/ncu_sdpa_sass.sh): its first line names the kernel, its second the columns."""
     with tarfile.open(tarball) as tar:
         rows = list(csv.reader(io.StringIO(tar.extractfile(f"sass_{tag}.csv").read().decode())))
     return rows[1], rows[2:]
@@ -59,9 +59,10 @@ def ncu_details(lines):
 
 
 @lru_cache(maxsize=None)
-def script(name, folder="scripts"):
-    """A module of scripts/ (or examples/; not packages), loaded from its file: ``script("flash_layout").layouts(...)``.
-    Its imports of other scripts resolve as when it is run (``python3 scripts/NAME.py`` puts scripts/ on the path)."""
+def script(name, folder="examples"):
+    """A module of examples/ (or another folder of scripts, not packages, named from the repository root), loaded
+    from its file: ``script("tile_advice").advice(...)``. Its imports of the folder's other scripts resolve as when
+    it is run (``python3 FOLDER/NAME.py`` puts FOLDER on the path)."""
     scripts = Path(__file__).resolve().parent.parent / folder
     if str(scripts) not in sys.path:
         sys.path.append(str(scripts))
@@ -90,3 +91,10 @@ def assert_same_record(recorded: dict, now: dict):
     assert recorded.keys() == now.keys()
     for k, v in now.items():
         assert recorded[k] == (pytest.approx(v, rel=1e-5) if isinstance(v, float) else v), k
+
+
+def on_h100(kernel, sh):
+    """(H100 spec, the kernel, the tiles it launches for problem ``sh``)."""
+    spec = gpu.resolve("h100")
+    k = get(kernel)
+    return spec, k, k.resolve(spec, sh, k.default_tiles(sh, spec))

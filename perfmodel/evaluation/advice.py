@@ -1,7 +1,7 @@
 """How far to trust the model's answers, from what it was measured against.
 
 A prediction's error: MEASURED (measured_accuracy.json beside this module, shipped with the package) holds, per
-kernel and GPU, the error of the shipped configuration on the committed datasets, as scripts/record_accuracy.sh
+kernel and GPU, the error of the shipped configuration on the committed datasets, as research/scripts/record_accuracy.sh
 records it in examples/accuracy.json (held-out rows where path costs were fitted on that GPU's rows, every row
 elsewhere); `perfmodel predict` prints it beside each prediction.
 

@@ -49,7 +49,7 @@ REGS = {
     (256, 64, 32, 4): 246, (256, 64, 64, 4): 252, (256, 128, 64, 8): 238,
 }
 # Spilled registers in the KV loop, (d, Br, Bc, warps) -> (LDL, STL) per warp per KV tile, read off the sm_90
-# listing (examples/measurements/h100/sass/fa2_tc.sass, scripts/sass_loops.py; a test): only the instance that
+# listing (examples/measurements/h100/sass/fa2_tc.sass, research/scripts/sass_loops.py; a test): only the instance that
 # holds 255 registers spills (ptxas: 44 bytes of spill stores, 32 of loads). Each reload waits before its value's
 # use: on the block's path (``local``).
 SPILLS = {(128, 128, 64, 4): (4, 3)}
@@ -72,7 +72,7 @@ REGS_SM8X = {
 SPILLS_SM8X = {(64, 64, 128, 4): (3, 3), (128, 128, 64, 4): (2, 2)}
 
 # Warp instructions of each instance, (d, Br, Bc, warps) -> (tile, causal, ragged, last, once), read off its listing
-# by scripts/sass_code.py (a test): a KV tile's path; what a tile adds where a warp masks it, causal or ragged; the
+# by research/scripts/sass_code.py (a test): a KV tile's path; what a tile adds where a warp masks it, causal or ragged; the
 # next K's copies, which the last tile skips; the code a warp runs once (prologue and epilogue). sm_90: the H100's
 # build (examples/measurements/h100/sass/fa2_tc.sass); enumerated warp by warp, they give Nsight Compute's executed
 # instructions within 0.06% in every profiled configuration. fp16's listing; bf16's instances are taken to match
@@ -186,7 +186,7 @@ def masked_warp_tiles(N, Br, Bc, W, causal: bool):
     """The KV tiles a head's warps mask, summed over its warps: fa2_tc.cu masks a tile that reaches past N or (causal)
     past the warp's first query row. Causal: block q's warp w (first row r = q Br + w Br/W) walks ceil(min(N, q Br +
     Br) / Bc) tiles, those from floor((r + 1) / Bc) on masked; the last block's warps, whose rows may lie past N,
-    mask at least the ragged tile. Closed form over the blocks (floor_sum); scripts/sass_code.py enumerates it."""
+    mask at least the ragged tile. Closed form over the blocks (floor_sum); research/scripts/sass_code.py enumerates it."""
     N, Br, Bc, W = (arr(x) for x in (N, Br, Bc, W))
     Tr = cdiv(N, Br)
     ragged = (N % Bc > 0).astype(np.int64)
@@ -347,15 +347,15 @@ class FA2TC(Kernel):
     # The phases the tile loads overlap, as the source orders them: V's load during QK^T and the softmax, the next
     # K's during PV. The compiled loop does not keep that order: every instance of the measured build (sm_90 and
     # sm_89 listings) waits for V after QK^T and before the softmax and issues the next K after it, so the softmax
-    # overlaps neither load (scripts/sass_phases.py; tests/test_sass_phases.py). Priced so and refitted on the
+    # overlaps neither load (research/scripts/sass_phases.py; tests/test_sass_phases.py). Priced so and refitted on the
     # training split it picked tiles better but crossed recorded bounds on data no fit had seen (docs/known-gaps.md;
-    # scripts/try_fa2_tc_form.py compiled-order sets this False): not shipped
+    # research/scripts/try_fa2_tc_form.py compiled-order sets this False): not shipped
     softmax_overlaps_load = True
     # Each instance's instructions as its compiled code has them (the facts' instance_code: CODE on sm_90), not the
     # overhead estimates: enumerated, within 0.06% of Nsight Compute's executed instructions in every profiled
     # launch, where the estimates run 4-14% low (no per-block code). Priced in the issue row and refitted on the
     # training split they ranked tiles worse on the held-out rows, by the rule stated for the sealed sixth set
-    # (docs/known-gaps.md; scripts/try_fa2_tc_form.py read-code sets this True): not shipped
+    # (docs/known-gaps.md; research/scripts/try_fa2_tc_form.py read-code sets this True): not shipped
     instructions_read = False
     # how often the pick was the measured fastest, by its runner-up's margin (below 1%, 1-2%, 2-5%, 5-10%, beyond):
     # the H100 grid's 684 problems of three or more measured tiles (examples/tile_advice.py; evaluation/advice.py)
@@ -430,7 +430,7 @@ class FA2TC(Kernel):
 
 class PaddedFA2TC(FA2TC):
     """fa2_tc asking for ``extra`` bytes of dynamic shared memory it does not use, as the co-residence probe's and the
-    traces' launches do to hold fewer blocks a SM (scripts/probe_coresident.py, trace_fa2_tc.py). Not registered."""
+    traces' launches do to hold fewer blocks a SM (research/scripts/probe_coresident.py, trace_fa2_tc.py). Not registered."""
 
     def __init__(self, extra):
         self.extra = extra

@@ -72,9 +72,9 @@
 namespace fa2tc {
 
 #ifdef FA2TC_TRACE
-// Trace builds only (scripts/trace_fa2_tc.py, csrc/fa2_tc_trace.cu): each block writes its SM and its start and end
+// Trace builds only (research/scripts/trace_fa2_tc.py, research/csrc/fa2_tc_trace.cu): each block writes its SM and its start and end
 // on the global timer (ns) to trace[TRACE_WORDS * linear block id + {0, 1, 2}]. The measured kernels are built
-// without it. Phase builds (FA2TC_PHASES, csrc/fa2_tc_phase.cu) add, for warp 0 of each block, the SM cycles
+// without it. Phase builds (FA2TC_PHASES, research/csrc/fa2_tc_phase.cu) add, for warp 0 of each block, the SM cycles
 // (clock64) its KV loop spent in each phase summed over its tiles: {3} waiting for K (the copy's wait and the
 // barrier), {4} QK^T and the softmax (to the row sums' last value), {5} waiting for V, {6} PV (to its last MMA's
 // result), and {7} the warp's cycles from its start to the block's end.
@@ -505,7 +505,7 @@ static void fa2_tc_set_smem(Fa2TcKernel f, size_t smem) {
 }
 
 // extra_smem: dynamic shared memory asked for beyond the tiles' and never touched, so that fewer blocks fit an SM
-// (scripts/probe_coresident.py times one tile at one, two or four blocks a SM in the same grid)
+// (research/scripts/probe_coresident.py times one tile at one, two or four blocks a SM in the same grid)
 void fa2_tc_launch_ex(const void* Q, const void* K, const void* V, void* O, int B, int H, int N, int d, int Br,
                       int Bc, int warps, int dtype, int causal, size_t extra_smem, cudaStream_t stream) {
     const auto& in = fa2_tc_find(d, Br, Bc, warps);

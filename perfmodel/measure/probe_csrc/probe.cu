@@ -100,7 +100,7 @@ __global__ void probe_l2_read_kernel(const float4* __restrict__ buf, size_t n4, 
 // line is dirty, as fa1's O, l and m are), and with `stream` > 0 each iteration also reads `stream` floats of
 // `extra` it never reads again (fa1's K/V tiles). Every block is resident at once, so between two uses of a line
 // the whole buffer (and one iteration's streamed floats) is touched: the re-use distance. Nsight Compute's DRAM
-// bytes then give the share of re-uses that miss (scripts/probe_l2_reuse.py).
+// bytes then give the share of re-uses that miss (research/scripts/probe_l2_reuse.py).
 __global__ void probe_reuse_kernel(float4* buf, size_t live4, int iters, int write, const float4* __restrict__ extra,
                                    size_t stream4, float* sink) {
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -372,7 +372,7 @@ void probe_fill(long long* cycles, float* sink, const void* src, int blocks, int
 
 // Clock probe: one thread spins `cycles` SM cycles (as torch.cuda._sleep does) and records, at both ends, clock64 and
 // the GPU's nanosecond timer (%globaltimer): out[2*slot] = cycles spun, out[2*slot+1] = nanoseconds. Their ratio is
-// the SM clock over the spin, with no event pair or launch in the measurement (scripts/probe_clock.py compares it with
+// the SM clock over the spin, with no event pair or launch in the measurement (research/scripts/probe_clock.py compares it with
 // the bench's event-timed estimate of the same spin).
 __global__ void probe_clock_kernel(long long* out, long long cycles, int slot) {
     const long long c0 = clock64();

@@ -1,5 +1,5 @@
 // Shared re-read probe: how much of the L2 a re-read line takes when the blocks reading it sit on many SMs, or on
-// SMs of one part of the GPU. Built as its own extension module by scripts/probe_l2_share.py.
+// SMs of one part of the GPU. Built as its own extension module by research/scripts/probe_l2_share.py.
 //
 // share_kernel: block b walks slice b / group of `buf` (slice4 float4s, 16-byte loads through L2 only, ld.global.cg)
 // `passes` times, so `group` consecutive blocks read the same lines at about the same time; a block whose SM is
