@@ -245,11 +245,11 @@ def test_ranking_share_fits_the_tile_ratios_a_per_problem_bias_hides():
 
 @pytest.mark.parametrize("key,shipped", [("h100", "h100-sxm"), ("h200", "h200")])
 def test_a_later_probe_run_reproduces_the_shipped_calibration(key, shipped):
-    """A whole `perfmodel probe` run a day after the shipped one (examples/measurements/*/probe/
+    """A whole `perfmodel probe` run a day after the shipped one (examples/measurements/*/
     probe-calibration.yaml): every figure within 4% of the shipped calibration's, the path latencies within 2%,
     except the L2 read bandwidth (its kernel reads L1: 7-14% lower), the launch overhead (3-9% higher) and the
     effective L2 size (3-4% larger); docs/known-gaps.md."""
-    run = yaml.safe_load((ROOT / "examples" / "measurements" / key / "probe" / "probe-calibration.yaml").read_text())
+    run = yaml.safe_load((ROOT / "examples" / "measurements" / key / "probe-calibration.yaml").read_text())
     ref = yaml.safe_load((ROOT / "gpus" / "calibration" / f"{shipped}.yaml").read_text())
     assert run["provenance"]["gpu_name"] == ref["provenance"]["gpu_name"]
     assert run["provenance"]["date"] > ref["provenance"]["date"]
@@ -267,7 +267,7 @@ def test_a_probe_file_without_the_shared_room_keeps_the_device_scaled_unit(tmp_p
     calibration field must be positive); the file then loads with the default, 0, which the DRAM rule reads as
     unmeasured (the device's L2 size)."""
     spec = gpu.resolve("h100")
-    raw = yaml.safe_load((ROOT / "examples" / "measurements" / "h100" / "probe" / "probe-calibration.yaml").read_text())
+    raw = yaml.safe_load((ROOT / "examples" / "measurements" / "h100" / "probe-calibration.yaml").read_text())
     raw["values"].pop("l2_shared_bytes")
     f = tmp_path / "cal.yaml"
     f.write_text(yaml.safe_dump(raw))
@@ -281,12 +281,12 @@ def test_a_probe_file_without_the_shared_room_keeps_the_device_scaled_unit(tmp_p
 def test_a_probe_file_without_fits_takes_its_architectures_fits():
     """A `perfmodel probe` run writes no path_fits; loaded, it takes the fits its architecture's file names (the
     H100's own for sm_90), as a GPU without any file does, and its own fits where it has them win. With them the
-    whole probe runs of 2026-11-23 (probe/probe-calibration.yaml) score fa2_tc near the shipped calibrations (H100
+    whole probe runs of 2026-11-23 (examples/measurements/*/probe-calibration.yaml) score fa2_tc near the shipped calibrations (H100
     held-out rows 3.6% against 3.1%; H200 every row 3.0%); with probe constants alone the H100's were 20.7% off."""
     from perfmodel.evaluation import dataset, validate
 
     spec = gpu.resolve("h100")
-    probe_file = ROOT / "examples" / "measurements" / "h100" / "probe" / "probe-calibration.yaml"
+    probe_file = ROOT / "examples" / "measurements" / "h100" / "probe-calibration.yaml"
     cal = calibration.load(probe_file, spec)
     shipped = calibration.resolve(spec)
     assert set(cal.path_fits) == set(shipped.path_fits)
@@ -299,7 +299,7 @@ def test_a_probe_file_without_fits_takes_its_architectures_fits():
     with_fits, = validate.evaluate([ms], cal_path=str(probe_file))
     without, = validate.evaluate([ms], cal_path=str(probe_file), use_fits=False)
     assert with_fits.summary()["mape"] < 4.0 < 15.0 < without.summary()["mape"]
-    h200_file = ROOT / "examples" / "measurements" / "h200" / "probe" / "probe-calibration.yaml"
+    h200_file = ROOT / "examples" / "measurements" / "h200" / "probe-calibration.yaml"
     (ms,) = dataset.load([ROOT / "examples" / "measurements" / "h200" / "fa2_tc.csv"])
     h200, = validate.evaluate([ms], cal_path=str(h200_file), split="all")
     assert h200.summary()["mape"] < 3.5
@@ -315,7 +315,7 @@ def test_fit_after_only_will_not_hold_carried_costs(tmp_path):
     from perfmodel.cli import main
 
     f = tmp_path / "cal.yaml"
-    shutil.copy(ROOT / "examples" / "measurements" / "h100" / "probe" / "probe-calibration.yaml", f)
+    shutil.copy(ROOT / "examples" / "measurements" / "h100" / "probe-calibration.yaml", f)
     before = f.read_text()
     r = CliRunner().invoke(main, ["fit", str(ROOT / "examples" / "measurements" / "h100" / "fa2_tc.csv"), "--kernel",
                                   "fa2_tc", "--calibration", str(f), "--after-only"])

@@ -277,7 +277,7 @@ def test_device_memory_limit_counts_each_kernels_buffers():
     s = make_shape(1, 8, 512, 64, "fp16")
     t = flash.resolve(load_builtin("h100"), s, flash.make_tiles(s, load_builtin("h100")))
     # a split-KV launch: (Q tiles, splits, B*H), the grid PyTorch launched for this problem on the H100
-    # (examples/measurements/h100/sdpa_kernels.json: [8, 2, 8])
+    # (research/data/h100/sdpa_kernels.json: [8, 2, 8])
     assert [int(g) for g in flash.grid_dims(s, t)] == [8, 2, 8]
     assert flash.buffer_bytes(s, t) == 4 * 8 * 512 * (1 + int(t.splits) * 65)
 
@@ -340,7 +340,7 @@ def test_predict_says_how_the_kernel_fared_against_measurements():
     _, out, _ = run(["predict", "--gpu", "h100", "--kernel", "sdpa-cudnn", "--N", "1024", "--d", "64"])
     assert "measured on this GPU:" in out and "none of them fitted to" in out and "not this one" not in out
     # with a calibration of one's own, the figures are the shipped calibration's, and the line says so
-    own = Path(__file__).resolve().parents[1] / "examples" / "measurements" / "h100" / "probe" / "probe-calibration.yaml"
+    own = Path(__file__).resolve().parents[1] / "examples" / "measurements" / "h100" / "probe-calibration.yaml"
     _, out, _ = run(["predict", "--gpu", "h100", "--kernel", "sdpa-cudnn", "--N", "1024", "--d", "64",
                      "--calibration", str(own)])
     assert "with its shipped calibration, not this one" in " ".join(out.split())

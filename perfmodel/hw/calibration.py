@@ -272,7 +272,7 @@ JOIN_PARAMS = ("overlap", "overlap_rows", "own_path", "age_tail")
 CYCLE_BASE = {"miss_latency": "load_miss"}
 # where a fit starts a FIT_PARAM that has no value yet (0 would be a fixed point of the fit's log-space steps);
 # miss_latency: the crowd probe's copy-and-wait of a 16 KB tile from DRAM, one block an SM, on the H100: 1,387-1,476
-# cycles (examples/measurements/h100/probe/crowd.json)
+# cycles (research/data/h100/probe/crowd.json)
 FIT_START = {"overlap_rows": 0.3, "miss_latency": 1400.0, "age_tail": 0.05}
 
 

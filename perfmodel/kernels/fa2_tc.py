@@ -38,7 +38,7 @@ INSTANCES = (
     (256, 64, 64, 4), (256, 64, 32, 4), (256, 128, 64, 8),
 )
 # Registers per thread of each instance, (d, Br, Bc, warps) -> regs, read off ptxas -v for sm_90
-# (examples/measurements/h100/fa2_tc_ptxas.txt; fp16 and bf16 alike). They set the blocks per SM of a prediction;
+# (research/data/h100/fa2_tc_ptxas.txt; fp16 and bf16 alike). They set the blocks per SM of a prediction;
 # a measured row brings its own (cudaFuncGetAttributes). tests/test_fa2_tc_model.py checks both against this table.
 REGS = {
     (32, 64, 64, 4): 96, (32, 128, 64, 4): 167, (32, 128, 64, 8): 97, (32, 128, 128, 4): 251,
@@ -49,7 +49,7 @@ REGS = {
     (256, 64, 32, 4): 246, (256, 64, 64, 4): 252, (256, 128, 64, 8): 238,
 }
 # Spilled registers in the KV loop, (d, Br, Bc, warps) -> (LDL, STL) per warp per KV tile, read off the sm_90
-# listing (examples/measurements/h100/sass/fa2_tc.sass, research/scripts/sass_loops.py; a test): only the instance that
+# listing (research/data/h100/sass/fa2_tc.sass, research/scripts/sass_loops.py; a test): only the instance that
 # holds 255 registers spills (ptxas: 44 bytes of spill stores, 32 of loads). Each reload waits before its value's
 # use: on the block's path (``local``).
 SPILLS = {(128, 128, 64, 4): (4, 3)}
@@ -58,7 +58,7 @@ SPILLS = {(128, 128, 64, 4): (4, 3)}
 DEFAULTS = {32: (128, 128, 4), 64: (128, 128, 4), 128: (128, 64, 4), 256: (64, 64, 4)}
 
 # The same source built for sm_80, sm_86 and sm_89 (nvcc 13.0, torch's extension flags;
-# examples/measurements/sass_sm89/): ptxas gives every instance the same registers on the three (a test), fewer
+# research/data/sass_sm89/): ptxas gives every instance the same registers on the three (a test), fewer
 # or more than sm_90's, and the sm_89 listing spills in the loops of two instances (read as SPILLS is; the sm_86
 # listing is the same instructions). No GPU of these architectures is measured here.
 REGS_SM8X = {
@@ -74,7 +74,7 @@ SPILLS_SM8X = {(64, 64, 128, 4): (3, 3), (128, 128, 64, 4): (2, 2)}
 # Warp instructions of each instance, (d, Br, Bc, warps) -> (tile, causal, ragged, last, once), read off its listing
 # by research/scripts/sass_code.py (a test): a KV tile's path; what a tile adds where a warp masks it, causal or ragged; the
 # next K's copies, which the last tile skips; the code a warp runs once (prologue and epilogue). sm_90: the H100's
-# build (examples/measurements/h100/sass/fa2_tc.sass); enumerated warp by warp, they give Nsight Compute's executed
+# build (research/data/h100/sass/fa2_tc.sass); enumerated warp by warp, they give Nsight Compute's executed
 # instructions within 0.06% in every profiled configuration. fp16's listing; bf16's instances are taken to match
 # (the same registers, the same instructions but for the conversions' type).
 CODE = {
@@ -91,7 +91,7 @@ CODE = {
     (256, 64, 32, 4): (550, 43, 30, 34, 737), (256, 64, 64, 4): (874, 75, 54, 60, 770),
     (256, 128, 64, 8): (818, 75, 54, 40, 703),
 }
-# The same read off the sm_89 build (examples/measurements/sass_sm89/fa2_tc_sm89.sass); the sm_86 listing gives the
+# The same read off the sm_89 build (research/data/sass_sm89/fa2_tc_sm89.sass); the sm_86 listing gives the
 # same counts and the sm_80 one the same but for one instruction run once, more or fewer, in four instances (a test)
 CODE_SM8X = {
     (32, 64, 64, 4): (303, 66, 49, 11, 213), (32, 128, 64, 4): (523, 130, 81, 11, 329),
@@ -336,7 +336,7 @@ class FA2TC(Kernel):
     # measurements agree: one block per SM spends ~2.5x its pipe time per KV tile (examples/measurements/h100,
     # B*H*N/Br <= 132 rows), and two warps per scheduler gain only 1.2-1.6x over one.
     path_pipes = ("tensor", "sfu", "fp32", "smem")
-    # The pipes among themselves, as the pipe-mix probe measured FA2's loop mixes (examples/measurements/h100/probe/
+    # The pipes among themselves, as the pipe-mix probe measured FA2's loop mixes (research/data/h100/probe/
     # pipes.json): mma.sync and FFMA add, shared memory and MUFU overlap them, p = 5 reproduces the mixes to 1%.
     serial = (("tensor", "fp32"),)
     pipe_p = 5.0

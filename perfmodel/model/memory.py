@@ -4,7 +4,7 @@ bytes still held in L2 when the kernel ends. Pure and vectorised: every argument
 A kernel states its traffic in pieces (perfmodel.model.counts): first touches (``dram_*_once``), re-use traffic
 (``dram_*_reuse``) that reaches DRAM only when the re-used line has left L2, and ``reuse_live_bytes``, the bytes of
 re-used data a head keeps live. This module turns the pieces into DRAM bytes with a rule read off Nsight Compute on
-the H100 (``examples/measurements/h100/ncu/``: the DRAM sweep ``ncu_dram_{fa1,fa2,fa2_tc}.csv``, 40 launches whose
+the H100 (``research/data/h100/ncu/``: the DRAM sweep ``ncu_dram_{fa1,fa2,fa2_tc}.csv``, 40 launches whose
 compulsory bytes Q+K+V+O span 0.25x to 8x of L2, reached with many heads of short N and with few heads of long N,
 and fa1's band ``band/ncu_dram_fa1.csv``, 21 launches between the sweep's head counts; research/scripts/ncu_run.sh,
 NCU_METRICS=dram):

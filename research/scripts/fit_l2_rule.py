@@ -2,7 +2,7 @@
 
     python3 research/scripts/fit_l2_rule.py
 
-Training split (H100 only): every row of the DRAM sweep (examples/measurements/h100/ncu/ncu_dram_{fa1,fa2,
+Training split (H100 only): every row of the DRAM sweep (research/data/h100/ncu/ncu_dram_{fa1,fa2,
 fa2_tc}.csv) and of fa1's band between the sweep's head counts (ncu/band/ncu_dram_fa1.csv) whose compulsory bytes
 Q+K+V+O are 0.25x..8x of L2 (50 MiB). Held out: the older H100 ncu rows (ncu_fa1, ncu_fa2, ncu_fa2_tc.csv), the
 H100's repeated fa1 launches (ncu/repeat/run{1,2}), fa2's and fa2_tc's band between the sweep's rows (ncu/band2),
@@ -34,7 +34,7 @@ from perfmodel.model import engine, memory  # noqa: E402
 from perfmodel.model.counts import Counts  # noqa: E402
 from perfmodel.shape import AttentionShape  # noqa: E402
 
-MEAS = ROOT / "examples" / "measurements"
+MEAS = ROOT / "research" / "data"
 L2_NOMINAL = 50 * 2 ** 20
 KERNELS = ("fa1", "fa2", "fa2_tc")
 TILE_FIELDS = ("Br", "Bc", "threads", "pad", "warps")

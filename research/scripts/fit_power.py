@@ -2,7 +2,7 @@
 
     python3 research/scripts/fit_power.py [h100] [--write CAL.yaml]
 
-Reads examples/measurements/<gpu>/probe/power-random.json (research/scripts/probe_power.py: each pipe's load, random
+Reads research/data/<gpu>/probe/power-random.json (research/scripts/probe_power.py: each pipe's load, random
 switching operands, L2 reads that bypass L1, DRAM reads, for 3 s each while nvidia-smi samples the power),
 power.json (the DRAM fill that the bench's L2 flush is, and the idle GPU) and wgmma.json (warpgroup MMAs on
 random data at the power limit). Fits, by least squares over the kernels' loads,
@@ -48,7 +48,7 @@ def unit(term: str) -> float:
 
 
 def probe_dir(gpu: str) -> Path:
-    return ROOT / "examples" / "measurements" / gpu / "probe"
+    return ROOT / "research" / "data" / gpu / "probe"
 
 
 def cases(gpu: str) -> list[dict]:
@@ -120,7 +120,7 @@ def fields(res: dict) -> dict:
 def block(res: dict, gpu: str) -> str:
     lines = [
         "power:",
-        f"  # fitted by research/scripts/fit_power.py from examples/measurements/{gpu}/probe/power-random.json (and power.json,"
+        f"  # fitted by research/scripts/fit_power.py from research/data/{gpu}/probe/power-random.json (and power.json,"
         " wgmma.json);",
         f"  # {len(res['residuals'])} loads, rms residual {res['rms_w']:.1f} W. Energies at ref_clock_mhz; an operation's"
         " energy scales as (f / ref)^alpha",

@@ -5,7 +5,7 @@ SDPAFlash.CODE_KIB holds for flash's causal instantiations; tests/test_fetch.py 
 committed listings. ``classes`` sorts a kernel's executed instructions per warp by what a dependent one waits for
 (SDPAFlash.COMBINE_CLASSES, the split-KV combine's chain; tests/test_sdpa_presets.py).
 
-    python3 research/scripts/flash_layout.py examples/measurements/h100/flash_sass/sdpa_sass.tar.gz
+    python3 research/scripts/flash_layout.py research/data/h100/flash_sass/sdpa_sass.tar.gz
 """
 import collections
 import csv

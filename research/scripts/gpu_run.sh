@@ -9,7 +9,7 @@
 #         | ncu | ncu-tc | ncu-dram | ncu-dram-band | ncu-dram-band2 | ncu-dram-repeat | ncu-dram-repeat-tc | bench-tc | probe-pipes | probe-fill | probe-clock | probe-coresident | probe-crowd | probe-l2-reuse | probe-l2-share | probe-l2-share-timed | probe-l2-share-fine | probe-l2-stream | probe-ldsm | lone-crowd
 #         | probe-wgmma | probe-wgmma-chain | probe-tensor-clock | probe-dispatch | probe-cold | probe-writeback | trace-tc | trace-tc-late | trace-tc-fair | trace-tc-phase | trace-tc-phase-cold | trace-tc-short | sdpa-kernels | sdpa-calls | ncu-stalls
 #         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | ncu-tc-sass | ncu-tc-sass-full | probe-icache | probe-power | sass-sm89 | sass-tc | all     (several steps: "research/scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
-#   power-check: long fa2_tc launches with the SM clock and power sampled (examples/grids/power-check.yaml)
+#   power-check: long fa2_tc launches with the SM clock and power sampled (research/data/grids/power-check.yaml)
 #   clocked-tc: time the whole fa2_tc grid with each run's SM clock measured (RUN=2: a second file)
 #   repeat-tc: time the whole fa2_tc grid again into fa2_tc.repeat.csv (the data's own repeatability)
 #   retime-tc: measure again the fa2_tc rows whose recorded timing was disturbed (measure --retime-unstable)
@@ -24,9 +24,11 @@ OUT=${OUT:-out}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 export PERFMODEL_BUILD_DIR=${PERFMODEL_BUILD_DIR:-/tmp/perfmodel-build}
-gpu_key=${GPU_KEY:-h100}              # where the data goes: examples/measurements/$GPU_KEY
+gpu_key=${GPU_KEY:-h100}              # where the data goes: examples/measurements/$GPU_KEY (skip lists and
+                                      # the rest: research/data/$GPU_KEY)
 grids=${GRID_PREFIX:-$gpu_key}        # which grids: examples/grids/$GRID_PREFIX-fa1.yaml, ...-fa2.yaml
 data=examples/measurements/$gpu_key
+rdata=research/data/$gpu_key
 pm() { python3 -m perfmodel "$@"; }
 # ncu_probe SCRIPT STEM KERNEL [METRIC]: a two-step probe (research/scripts/SCRIPT.py launch / join) under Nsight Compute,
 # which flushes L2 before each launch: its METRICS (and METRIC, where this ncu knows it) into $OUT/STEM.json
@@ -47,7 +49,7 @@ ncu_probe() {
 measure() {  # kernel grid
   local k=$1 grid=$2
   [ -f "$data/$k.csv" ] && cp "$data/$k.csv" "$OUT/$k.csv"
-  [ -f "$data/$k.skipped.csv" ] && cp "$data/$k.skipped.csv" "$OUT/$k.skipped.csv"
+  [ -f "$rdata/$k.skipped.csv" ] && cp "$rdata/$k.skipped.csv" "$OUT/$k.skipped.csv"
   pm measure --kernel "$k" --grid "$grid" --out "$OUT/$k.csv" --max-seconds "$max_s" "${@:3}"
 }
 
@@ -70,14 +72,14 @@ case $step in
     for k in fa2_tc sdpa-flash sdpa-cudnn; do
       g=examples/grids/$grids-$set_-$([ $k = fa2_tc ] && echo tc || echo sdpa).yaml
       [ -f "$data/$k.$set_.csv" ] && cp "$data/$k.$set_.csv" "$OUT/$k.$set_.csv"
-      [ -f "$data/$k.$set_.skipped.csv" ] && cp "$data/$k.$set_.skipped.csv" "$OUT/$k.$set_.skipped.csv"
+      [ -f "$rdata/$k.$set_.skipped.csv" ] && cp "$rdata/$k.$set_.skipped.csv" "$OUT/$k.$set_.skipped.csv"
       pm measure --kernel $k --grid "$g" --out "$OUT/$k.$set_.csv" --max-seconds "$max_s"
     done ;;
   power-check)        # long launches timed while nvidia-smi samples SM clock and power every 50 ms
     nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,power.limit,temperature.gpu \
       --format=csv,noheader -lms 50 > "$OUT/power-check.smi.csv" &
     smi=$!
-    pm measure --kernel fa2_tc --grid examples/grids/power-check.yaml --out "$OUT/power-check.csv" --max-seconds "$max_s"
+    pm measure --kernel fa2_tc --grid research/data/grids/power-check.yaml --out "$OUT/power-check.csv" --max-seconds "$max_s"
     kill $smi ;;
   repeat-tc)          # the whole fa2_tc grid timed again from scratch, in a second file (research/scripts/repeatability.py)
     pm measure --kernel fa2_tc --grid examples/grids/$grids-fa2_tc.yaml --out "$OUT/fa2_tc.repeat.csv" \
@@ -91,22 +93,22 @@ case $step in
       pm measure --kernel $k --grid examples/grids/$grids-sdpa.yaml --out "$OUT/$k.csv" --max-seconds "$max_s"
     done ;;
   head-start-check)   # small fa2_tc problems again, to compare with the committed rows timed without a head start
-    pm measure --kernel fa2_tc --grid examples/grids/check-head-start.yaml --out "$OUT/fa2_tc-head-start.csv" ;;
+    pm measure --kernel fa2_tc --grid research/data/grids/check-head-start.yaml --out "$OUT/fa2_tc-head-start.csv" ;;
   ncu) bash research/scripts/ncu_run.sh "$OUT" ;;
-  ncu-tc) bash research/scripts/ncu_run.sh "$OUT" fa2_tc:examples/grids/ncu-fa2_tc.yaml ;;
+  ncu-tc) bash research/scripts/ncu_run.sh "$OUT" fa2_tc:research/data/grids/ncu-fa2_tc.yaml ;;
   ncu-dram)           # DRAM and L2 counters only, every kernel's grid in one profiled process: ncu_dram_*.csv
-    NCU_METRICS=dram NCU_ONE_PROCESS=1 bash research/scripts/ncu_run.sh "$OUT" fa1:examples/grids/ncu-dram-fa1.yaml \
-      fa2:examples/grids/ncu-dram-fa2.yaml fa2_tc:examples/grids/ncu-dram-fa2_tc.yaml ;;
+    NCU_METRICS=dram NCU_ONE_PROCESS=1 bash research/scripts/ncu_run.sh "$OUT" fa1:research/data/grids/ncu-dram-fa1.yaml \
+      fa2:research/data/grids/ncu-dram-fa2.yaml fa2_tc:research/data/grids/ncu-dram-fa2_tc.yaml ;;
   ncu-dram-band)      # fa1's DRAM and L2 counters at head counts inside the band where its re-reads start to miss
-    NCU_METRICS=dram NCU_ONE_PROCESS=1 bash research/scripts/ncu_run.sh "$OUT" fa1:examples/grids/ncu-dram-fa1-band.yaml ;;
+    NCU_METRICS=dram NCU_ONE_PROCESS=1 bash research/scripts/ncu_run.sh "$OUT" fa1:research/data/grids/ncu-dram-fa1-band.yaml ;;
   ncu-dram-band2)     # fa2's and fa2_tc's DRAM and L2 counters between the sweep's head counts and shapes (held out)
-    NCU_METRICS=dram NCU_ONE_PROCESS=1 bash research/scripts/ncu_run.sh "$OUT" fa2:examples/grids/ncu-dram-fa2-band.yaml \
-      fa2_tc:examples/grids/ncu-dram-fa2_tc-band.yaml ;;
+    NCU_METRICS=dram NCU_ONE_PROCESS=1 bash research/scripts/ncu_run.sh "$OUT" fa2:research/data/grids/ncu-dram-fa2-band.yaml \
+      fa2_tc:research/data/grids/ncu-dram-fa2_tc-band.yaml ;;
   ncu-dram-repeat)    # the same launches three times each (B x H = 1 x h, 2 x h/2, 4 x h/4) in fa1's band: counter noise
-    NCU_METRICS=dram NCU_ONE_PROCESS=1 bash research/scripts/ncu_run.sh "$OUT" fa1:examples/grids/ncu-dram-fa1-repeat.yaml ;;
+    NCU_METRICS=dram NCU_ONE_PROCESS=1 bash research/scripts/ncu_run.sh "$OUT" fa1:research/data/grids/ncu-dram-fa1-repeat.yaml ;;
   ncu-dram-repeat-tc) # fa2_tc's long-N launches (K/V re-read across waves) repeated, in two processes: counter noise
     for run in run1 run2; do
-      NCU_METRICS=dram NCU_ONE_PROCESS=1 bash research/scripts/ncu_run.sh "$OUT/$run" fa2_tc:examples/grids/ncu-dram-fa2_tc-repeat.yaml
+      NCU_METRICS=dram NCU_ONE_PROCESS=1 bash research/scripts/ncu_run.sh "$OUT/$run" fa2_tc:research/data/grids/ncu-dram-fa2_tc-repeat.yaml
     done ;;
   bench-tc) python3 research/scripts/fa2_tc_bench.py bench --out "$OUT/fa2_tc_vs_sdpa.json" ;;
   probe-pipes) python3 research/scripts/probe_pipes.py "$OUT/pipes.json" ;;
@@ -150,8 +152,8 @@ case $step in
     so=$(find "$PERFMODEL_BUILD_DIR" -name 'perfmodel_probe_*.so' | head -1)
     cuobjdump -sass "$so" | awk '/Function :/{f=($0 ~ /probe_ldsm|probe_fill/)} f' > "$OUT/ldsm.sass" ;;
   lone-crowd)         # lone fa2_tc blocks as more SMs run, with the L2 flushed before each run and without
-    pm measure --kernel fa2_tc --grid examples/grids/lone-crowd.yaml --out "$OUT/lone-crowd.csv"
-    pm measure --kernel fa2_tc --grid examples/grids/lone-crowd.yaml --out "$OUT/lone-crowd.noflush.csv" --no-flush ;;
+    pm measure --kernel fa2_tc --grid research/data/grids/lone-crowd.yaml --out "$OUT/lone-crowd.csv"
+    pm measure --kernel fa2_tc --grid research/data/grids/lone-crowd.yaml --out "$OUT/lone-crowd.noflush.csv" --no-flush ;;
   probe-wgmma) python3 research/scripts/probe_wgmma.py "$OUT/wgmma.json" ;;           # sm_90 only
   probe-wgmma-chain) python3 research/scripts/probe_wgmma_chain.py "$OUT/wgmma_chain.json" ;;   # a wgmma group's wait (sm_90)
   probe-tensor-clock) python3 research/scripts/probe_tensor_clock.py "$OUT/tensor_clock.json" ;;  # wgmma/mma.sync clock off the power limit (sm_90)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Nsight Compute counters for a fixed set of configurations of each kernel, exported to one CSV per kernel under
 # $1 (default ./out).
-#   research/scripts/ncu_run.sh OUT [KERNEL:GRID ...]     default: fa1:examples/grids/ncu-fa1.yaml fa2:examples/grids/ncu.yaml
+#   research/scripts/ncu_run.sh OUT [KERNEL:GRID ...]     default: fa1:research/data/grids/ncu-fa1.yaml fa2:research/data/grids/ncu.yaml
 # Clocks are left alone (--clock-control none); caches are flushed before each pass (--cache-control all).
 #   NCU_METRICS=dram   only the time, DRAM and L2 counters (few passes: fast); files are named ncu_dram_*
 #   NCU_ONE_PROCESS=1  one ncu run per kernel over one python process that launches every configuration of the
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 OUT=${1:-out}
 shift || true
 specs=("$@")
-[ ${#specs[@]} -eq 0 ] && specs=(fa1:examples/grids/ncu-fa1.yaml fa2:examples/grids/ncu.yaml)
+[ ${#specs[@]} -eq 0 ] && specs=(fa1:research/data/grids/ncu-fa1.yaml fa2:research/data/grids/ncu.yaml)
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 export PERFMODEL_BUILD_DIR=${PERFMODEL_BUILD_DIR:-/tmp/perfmodel-build}

@@ -22,11 +22,11 @@ python3 research/scripts/sdpa_once.py FLASH_ATTENTION $B $H $N $d $causal" >> "$
     python3 research/scripts/sdpa_once.py FLASH_ATTENTION "$B" "$H" "$N" "$d" "$causal" > "$OUT/ncu_stalls_$tag.log" 2>&1 || true
   "$NCU" -i "/tmp/stalls_$tag.ncu-rep" --page details --csv > "$OUT/ncu_stalls_$tag.csv" 2>&1 || true
 done
-# fa2_tc (this project's kernel) over examples/grids/ncu-stalls-fa2_tc.yaml, built first outside the profiler; every
+# fa2_tc (this project's kernel) over research/data/grids/ncu-stalls-fa2_tc.yaml, built first outside the profiler; every
 # launch of the checked run is profiled (the correctness check's own launch included), one CSV for all
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PERFMODEL_BUILD_DIR=${PERFMODEL_BUILD_DIR:-/tmp/perfmodel-build}
 python3 -c "from perfmodel.measure import build; build.load()"
-grid=examples/grids/ncu-stalls-fa2_tc.yaml
+grid=research/data/grids/ncu-stalls-fa2_tc.yaml
 python3 -m perfmodel.measure.one --kernel fa2_tc --list $grid > "$OUT/ncu_stalls_fa2_tc.configs"
 echo "$NCU --clock-control none --kernel-name regex:fa2_tc_kernel $sections -o /tmp/stalls_fa2_tc \
 python3 -m perfmodel.measure.one --kernel fa2_tc --run-grid $grid" >> "$OUT/ncu_stalls_command.txt"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Where fa2_tc's warps spend a KV tile: Nsight Compute's per-instruction execution counts and warp-stall samples
 # (SourceCounters) for single launches, one configuration each. Default: the d = 128 and d = 64 tiles that
-# examples/grids/ncu-stalls-fa2_tc.yaml compares, as lone blocks (B=1 H=1 N=8192: one block per SM, causal and not)
+# research/data/grids/ncu-stalls-fa2_tc.yaml compares, as lone blocks (B=1 H=1 N=8192: one block per SM, causal and not)
 # and at many waves (B=32 H=16 N=2048). Warps are sampled every 2^(5+2) cycles. Counters only; clocks are left
 # alone (--clock-control none).
 #   research/scripts/ncu_tc_sass.sh OUT [SPEC ...]    SPEC: B:H:N:d:CAUSAL:Br:Bc:WARPS:TAG

@@ -21,9 +21,9 @@ from perfmodel.evaluation import dataset, validate
 from perfmodel.evaluation.fit import in_training_split
 
 ROOT = Path(__file__).resolve().parents[2]
-M = "examples/measurements/h100/"
-FIRST, SECOND = M + "fa2_tc.csv", M + "fa2_tc.repeat.csv"
-UNCLOCKED = M + "fa2_tc.unclocked.csv", M + "fa2_tc.unclocked-repeat.csv"
+M, R = "examples/measurements/h100/", "research/data/h100/"      # the committed ground truth; its repeats
+FIRST, SECOND = M + "fa2_tc.csv", R + "fa2_tc.repeat.csv"
+UNCLOCKED = R + "fa2_tc.unclocked.csv", R + "fa2_tc.unclocked-repeat.csv"
 OUT = "research/data/benchmarks/repeatability_fa2_tc.json"
 GROUP = ("B", "H", "N", "d", "dtype", "causal")
 ROW = GROUP + ("Br", "Bc", "threads")
@@ -50,9 +50,10 @@ def row_diff(a, b) -> dict:
 
 def external_pair(gpu: str, kernel: str) -> dict:
     """A library kernel's two clocked runs and its earlier unclocked one: row differences and the model's MAPE."""
-    d = f"examples/measurements/{gpu}/{kernel}"
-    evs = {name: validate.evaluate(dataset.load([str(ROOT / f"{d}{suffix}.csv")]), split="all")[0]
-           for name, suffix in (("first", ""), ("second", ".repeat"), ("unclocked", ".unclocked"))}
+    d = f"{gpu}/{kernel}"
+    evs = {name: validate.evaluate(dataset.load([str(ROOT / f"{folder}/{d}{suffix}.csv")]), split="all")[0]
+           for name, folder, suffix in (("first", "examples/measurements", ""), ("second", "research/data", ".repeat"),
+                                        ("unclocked", "research/data", ".unclocked"))}
     idx = {name: by_config(ev, GROUP) for name, ev in evs.items()}      # one row a problem: the preset's tiles
     assert all(len(i) == ev.n for i, ev in zip(idx.values(), evs.values())), f"{d}: a problem timed twice"
     common = sorted(set.intersection(*(set(i) for i in idx.values())))

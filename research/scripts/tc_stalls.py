@@ -1,12 +1,12 @@
 """Where fa2_tc's warps spend a KV tile, from Nsight Compute's per-instruction warp-stall samples
-(research/scripts/ncu_tc_sass.sh -> examples/measurements/h100/tc_sass/tc_sass.tar.gz): each launch's elapsed cycles per KV
+(research/scripts/ncu_tc_sass.sh -> research/data/h100/tc_sass/tc_sass.tar.gz): each launch's elapsed cycles per KV
 tile of its busiest SM, split by stall reason in proportion to the samples (every SM's: in a causal launch the
 mean block's mix, applied to the longest block's tiles). In lone blocks (B=1 H=1: one block per
 SM) the long-scoreboard share is the block's wait on its K and V tile loads (cp.async.wait_group: the sample falls
 on the instruction after the wait), a barrier share its warps' skew at __syncthreads, "wait" fixed-latency
 dependencies (mostly HMMA after HMMA), "selected" the cycles a warp issues.
 
-    python3 research/scripts/tc_stalls.py examples/measurements/h100/tc_sass/tc_sass.tar.gz [OUT.json]
+    python3 research/scripts/tc_stalls.py research/data/h100/tc_sass/tc_sass.tar.gz [OUT.json]
 """
 import csv
 import io

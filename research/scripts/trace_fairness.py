@@ -2,7 +2,7 @@
 
     python3 research/scripts/trace_fairness.py
 
-Reads examples/measurements/h100/probe/fa2_tc_trace_fair.json (`research/scripts/gpu_run.sh trace-tc-fair`): every instance
+Reads research/data/h100/probe/fa2_tc_trace_fair.json (`research/scripts/gpu_run.sh trace-tc-fair`): every instance
 at the measured build's blocks per SM, in grids of exactly one and four rounds, and the one-block instances at B32
 H8 N1000 and B2 H8 N8192. Prints, per launch of one round, when the first and the last of an SM's blocks end (the
 mean over SMs and the timed repetitions after the first) and the ratio of the last end to the mean end: 1 when the
@@ -24,7 +24,7 @@ from perfmodel import api  # noqa: E402
 from perfmodel.evaluation import dataset, validate  # noqa: E402
 from perfmodel.hw import calibration  # noqa: E402
 
-TRACE = ROOT / "examples" / "measurements" / "h100" / "probe" / "fa2_tc_trace_fair.json"
+TRACE = ROOT / "research" / "data" / "h100" / "probe" / "fa2_tc_trace_fair.json"
 SMS = api.load_gpu("h100").sm_count          # the traced GPU's SMs
 
 

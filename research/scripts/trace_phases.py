@@ -3,7 +3,7 @@
 
     python3 research/scripts/trace_phases.py
 
-Reads examples/measurements/h100/probe/fa2_tc_trace_phase.json (`research/scripts/gpu_run.sh trace-tc-phase`): every
+Reads research/data/h100/probe/fa2_tc_trace_phase.json (`research/scripts/gpu_run.sh trace-tc-phase`): every
 instance at one to the measured build's blocks per SM, in grids of exactly one and two rounds, each block's warp 0
 recording the SM cycles of each phase of its KV loop, summed over its tiles (fa2_tc.cu, "Trace builds only"):
 waiting for K, QK^T with the softmax (S), waiting for V, PV. The launches run back to back without an L2 flush
@@ -28,7 +28,7 @@ from perfmodel.kernels.fa2_tc import PaddedFA2TC  # noqa: E402
 from perfmodel.model import engine  # noqa: E402
 from perfmodel.shape import AttentionShape  # noqa: E402
 from trace_fairness import SMS, key  # noqa: E402  (the traced GPU's SMs; a launch's instance)
-TRACE = ROOT / "examples" / "measurements" / "h100" / "probe" / "fa2_tc_trace_phase.json"
+TRACE = ROOT / "research" / "data" / "h100" / "probe" / "fa2_tc_trace_phase.json"
 COLD = TRACE.with_name("fa2_tc_trace_phase_cold.json")
 PHASES = ("wait_k_cycles", "s_cycles", "wait_v_cycles", "pv_cycles")
 

@@ -3,7 +3,7 @@
 
     python3 research/scripts/trace_short.py
 
-Reads examples/measurements/h100/probe/fa2_tc_trace_short.json (`research/scripts/gpu_run.sh trace-tc-short`: the phase build,
+Reads research/data/h100/probe/fa2_tc_trace_short.json (`research/scripts/gpu_run.sh trace-tc-short`: the phase build,
 each launch after an L2 flush, on the problems of trace_fa2_tc.SHORT with their three measured tiles). Prints per
 launch the blocks' span (first start to last end, median of five launches), each block's warp 0 cycles a KV tile by
 phase (waiting for K, QK^T with the softmax, waiting for V, PV; causal blocks walk fewer tiles than the ceil(N / Bc)
@@ -24,7 +24,7 @@ from perfmodel import api  # noqa: E402
 from perfmodel.evaluation import dataset  # noqa: E402
 from trace_phases import PHASES  # noqa: E402  (the KV loop's four phases a phase record holds)
 
-TRACE = ROOT / "examples" / "measurements" / "h100" / "probe" / "fa2_tc_trace_short.json"
+TRACE = ROOT / "research" / "data" / "h100" / "probe" / "fa2_tc_trace_short.json"
 TIMED = ROOT / "examples" / "measurements" / "h100" / "fa2_tc.csv"
 
 

@@ -1,7 +1,7 @@
 """Three runs that answer questions the clocked fa2_tc data left open (docs/known-gaps.md): the spin clock against the
 GPU's own timer (research/scripts/probe_clock.py -> probe/clock.json), tile waits from L2 and DRAM against the SMs loading
 (research/scripts/probe_crowd.py -> probe/crowd.json), and lone fa2_tc launches with and without the L2 flush
-(examples/grids/lone-crowd.yaml -> lone-crowd/)."""
+(research/data/grids/lone-crowd.yaml -> lone-crowd/)."""
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -11,7 +11,7 @@ import pytest
 
 from perfmodel.evaluation import dataset
 
-H100 = Path(__file__).resolve().parents[2] / "examples" / "measurements" / "h100"
+H100 = Path(__file__).resolve().parents[2] / "research" / "data" / "h100"
 
 
 @pytest.fixture(scope="module")

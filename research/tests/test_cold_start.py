@@ -1,5 +1,5 @@
 """What a launch costs beyond its kernel's work, against the cold-start probe's recordings (research/scripts/probe_cold.py ->
-examples/measurements/{h100,h200}/probe/cold.json), and how the model adds it.
+research/data/{h100,h200}/probe/cold.json), and how the model adds it.
 
 The probe times empty and one-round-trip launches exactly as `measure` times kernels, with `measure`'s L2 flush
 (a written 256 MiB buffer), with a read flush and with none. Nothing in it is a timing of a kernel the model scores.
@@ -16,7 +16,7 @@ from perfmodel.hw import arch, calibration
 from common import cold_start_cycles
 from perfmodel.model import engine
 
-MEAS = Path(__file__).resolve().parents[2] / "examples" / "measurements"
+MEAS = Path(__file__).resolve().parents[2] / "research" / "data"
 
 
 def _record(gpu):

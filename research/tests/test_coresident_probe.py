@@ -1,5 +1,5 @@
 """One fa2_tc tile timed at one, two, three or four blocks a SM in the same many-wave grid (research/scripts/probe_coresident.py
--> examples/measurements/h100/probe/coresident.json; docs/known-gaps.md): the record is whole and checked, the model
+-> research/data/h100/probe/coresident.json; docs/known-gaps.md): the record is whole and checked, the model
 sees the same occupancy the launch had, and what the runs show about the model's join holds."""
 import functools
 import json
@@ -13,7 +13,7 @@ from perfmodel.kernels.fa2_tc import PaddedFA2TC as Padded
 from perfmodel.model import engine
 from perfmodel.shape import AttentionShape
 
-DATA = Path(__file__).resolve().parents[2] / "examples" / "measurements"
+DATA = Path(__file__).resolve().parents[2] / "research" / "data"
 GPU_NAME = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200"}
 
 

@@ -1,7 +1,7 @@
 """Block dispatch order and the causal timing rules, against what the H100 (and, for the dispatch probe, the H200)
 recorded.
 
-Recordings committed under examples/measurements/h100/probe (dispatch.json also under h200/probe):
+Recordings committed under research/data/h100/probe (dispatch.json also under h200/probe):
 
 * dispatch.json (research/scripts/probe_dispatch.py) comes from a spin kernel. Every block recorded its SM and its start
   and end on the global timer, at 1, 2 and 4 blocks per SM.
@@ -23,9 +23,9 @@ from perfmodel import api
 from perfmodel.hw import calibration as cal_mod
 from perfmodel.kernels import fa2_tc
 from perfmodel.model import engine, timing
-from util import fa2_tc_ptxas
+from rutil import fa2_tc_ptxas
 
-PROBE = Path(__file__).resolve().parents[2] / "examples" / "measurements" / "h100" / "probe"
+PROBE = Path(__file__).resolve().parents[2] / "research" / "data" / "h100" / "probe"
 H100 = api.load_gpu("h100")
 CAL = cal_mod.resolve(H100)
 
@@ -263,7 +263,7 @@ def test_probe_shared_memory_sets_the_blocks_per_sm(gpu):
     import common
 
     smem_sm = 228 * 1024                   # sm_90: shared memory per SM (cudaDeviceProp.sharedMemPerMultiprocessor)
-    for r in json.load(open(Path(__file__).resolve().parents[2] / "examples" / "measurements" / gpu / "probe"
+    for r in json.load(open(Path(__file__).resolve().parents[2] / "research" / "data" / gpu / "probe"
                             / "dispatch.json"))["runs"]:
         bps = int(next(w for w in r["label"].split() if w.startswith("bps"))[3:])
         assert common.smem_for_blocks_per_sm(smem_sm, bps) == r["smem_bytes"]

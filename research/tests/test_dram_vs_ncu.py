@@ -21,7 +21,7 @@ from perfmodel.hw import gpu
 from perfmodel.model import memory
 from util import H100, evaluate
 
-NCU = Path(__file__).resolve().parents[2] / "examples" / "measurements" / "h100" / "ncu"
+NCU = Path(__file__).resolve().parents[2] / "research" / "data" / "h100" / "ncu"
 L2 = 50 * 2 ** 20
 KERNELS = ("fa1", "fa2", "fa2_tc")
 
@@ -216,7 +216,7 @@ def band_errors(g):
 
 
 def test_fa1_band_rows_are_the_grid_and_carry_provenance():
-    """The band set (examples/grids/ncu-dram-fa1-band.yaml, research/scripts/gpu_run.sh ncu-dram-band): 21 fa1 launches a
+    """The band set (research/data/grids/ncu-dram-fa1-band.yaml, research/scripts/gpu_run.sh ncu-dram-band): 21 fa1 launches a
     GPU at head counts between the sweep's, 0.96-2.2x of the H100's L2, with the command and the machine beside."""
     for g in ("h100", "h200"):
         shapes = {(int(r["N"]), int(r["d"])) for r in BAND[g]}
@@ -254,7 +254,7 @@ def launches_by_config(g):
 
 
 def test_repeated_fa1_launches_carry_provenance_and_differ_in_the_ramp():
-    """The repeats (examples/grids/ncu-dram-fa1-repeat.yaml, research/scripts/gpu_run.sh ncu-dram-repeat, run twice): nine
+    """The repeats (research/data/grids/ncu-dram-fa1-repeat.yaml, research/scripts/gpu_run.sh ncu-dram-repeat, run twice): nine
     fa1 configurations a GPU, each launched as B x H = 1 x h, 2 x h/2 and 4 x h/4 in each of two processes. Where a
     few large heads re-read near L2's size, identical launches differ by up to 2.4x on the H100 (28 heads of
     N = 2048: 97-237 MB) and 1.8x on the H200; many small heads (N = 256) stay within 8%."""
@@ -282,7 +282,7 @@ BAND2_DIR = ncu_dirs("band2")
 
 
 def test_fa2_and_fa2_tc_between_the_sweeps_rows_held_out():
-    """fa2 and fa2_tc between the sweep's head counts and shapes (examples/grids/ncu-dram-fa2{,_tc}-band.yaml,
+    """fa2 and fa2_tc between the sweep's head counts and shapes (research/data/grids/ncu-dram-fa2{,_tc}-band.yaml,
     research/scripts/gpu_run.sh ncu-dram-band2; 0.64-7.7x of L2, nothing fitted to them), where a head's blocks span waves
     and its K/V re-reads can miss: all 27 H100 launches within 10% (mean 1.6%, worst 8.8%; before the cross-wave
     ramp 25, worst -15% at 8 heads of N = 32768, d = 128, which reads 1.67x its compulsory bytes) and all 27 on the
@@ -300,7 +300,7 @@ REPEAT_TC = {g: [rows(ncu_dirs("repeat-tc")[g] / run / "ncu_dram_fa2_tc.csv") fo
 
 
 def test_fa2_tc_cross_wave_rereads_repeat_and_are_held_out():
-    """fa2_tc's long-N launches, where a head's K/V is re-read across waves (examples/grids/ncu-dram-fa2_tc-repeat.yaml,
+    """fa2_tc's long-N launches, where a head's K/V is re-read across waves (research/data/grids/ncu-dram-fa2_tc-repeat.yaml,
     research/scripts/gpu_run.sh ncu-dram-repeat-tc; B x H split three ways, two processes): unlike fa1's near L2's size,
     identical launches move the same bytes (within 3.5% of one another, most within 1%), so the rule is held to each
     row. They re-read up to 1.16 times a head's K/V per wave crossing (8 heads of N = 32768, d = 128: 1.47x their

@@ -17,7 +17,7 @@ from perfmodel.kernels import fa2_tc, get
 from perfmodel.shape import AttentionShape, make_shape
 
 ROOT = Path(__file__).resolve().parents[2]
-M = ROOT / "examples" / "measurements"
+M = ROOT / "research" / "data"
 sass_code = script("sass_code")
 try_fa2_tc_form = script("try_fa2_tc_form")
 LISTINGS = {"sm_90": M / "h100" / "sass" / "fa2_tc.sass", "sm_89": M / "sass_sm89" / "fa2_tc_sm89.sass",

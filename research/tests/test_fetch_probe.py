@@ -1,6 +1,6 @@
 """Instruction fetch against what was measured: the probe's supply of once-run code (examples/measurements/h100/
 probe/icache_layout.json, layout_runs; gpus/arch/sm_90.yaml fetch_once_ipc), flash's code layout read off its SASS
-(examples/measurements/h100/flash_sass, research/scripts/flash_layout.py; SDPAFlash.CODE_KIB), and the once-run
+(research/data/h100/flash_sass, research/scripts/flash_layout.py; SDPAFlash.CODE_KIB), and the once-run
 instructions the model counts against Nsight Compute's (tests/test_fetch.py: where the term applies)."""
 
 import json
@@ -16,7 +16,7 @@ from perfmodel.hw import arch
 from perfmodel.kernels import get
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "examples" / "measurements"
+DATA = ROOT / "research" / "data"
 LAYOUT = json.load(open(DATA / "h100" / "probe" / "icache_layout.json"))["layout_runs"]
 FLASH_SASS = DATA / "h100" / "flash_sass" / "sdpa_sass.tar.gz"
 
@@ -32,7 +32,7 @@ def test_arch_table_is_the_probes_reduction():
 
 
 def test_h200_measures_the_same_supply():
-    """The same probe on the H200 (examples/measurements/h200/probe/icache_layout.json), the same SM: its once-run
+    """The same probe on the H200 (research/data/h200/probe/icache_layout.json), the same SM: its once-run
     supply is within 6% of the H100's table everywhere (what the H200 predictions use, taken from sm_90.yaml)."""
     h200 = once_supply(json.load(open(DATA / "h200" / "probe" / "icache_layout.json"))["layout_runs"])
     table = arch.table("sm_90", "fetch_once_ipc")

@@ -1,4 +1,4 @@
-"""The fill probe (research/scripts/probe_fill.py -> examples/measurements/h100/probe/fill.json): cp.async fills beside
+"""The fill probe (research/scripts/probe_fill.py -> research/data/h100/probe/fill.json): cp.async fills beside
 ldmatrix reads on the H100. What it recorded, held here so that a rerun that changes it shows: ldmatrix.x4 alone,
 rotating over a 16 KB tile, delivers more shared-memory wavefronts per clock than the 1 the model prices (and than
 the pipe-mix probe's fixed-address ldmatrix stream, pipes.json), and fills beside it cost more than nothing and less
@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PROBE = ROOT / "examples" / "measurements" / "h100" / "probe"
+PROBE = ROOT / "research" / "data" / "h100" / "probe"
 
 
 def _runs():

@@ -1,7 +1,7 @@
 """The instruction-cache evidence docs/known-gaps.md cites for flash's ragged causal launches, held to the committed
-data: the probe's instruction supply at each code footprint (examples/measurements/h100/probe/icache.json,
+data: the probe's instruction supply at each code footprint (research/data/h100/probe/icache.json,
 research/scripts/probe_icache.py) and the code size and issue rate of flash's causal launches read off their SASS
-(examples/measurements/h100/flash_sass, research/scripts/ncu_sdpa_sass.sh via gpu_run.sh's ncu-flash-sass step)."""
+(research/data/h100/flash_sass, research/scripts/ncu_sdpa_sass.sh via gpu_run.sh's ncu-flash-sass step)."""
 
 import io
 import json
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from util import ncu_details, ncu_sass
+from rutil import ncu_details, ncu_sass
 
-DATA = Path(__file__).resolve().parents[2] / "examples" / "measurements"
+DATA = Path(__file__).resolve().parents[2] / "research" / "data"
 H100 = DATA / "h100"
 
 
@@ -40,7 +40,7 @@ def test_probe_finds_two_levels_of_instruction_cache(gpu):
 
 
 def test_supply_depends_on_hot_code_not_on_the_number_of_streams():
-    """The streams runs (examples/measurements/h100/probe/icache.json, stream_runs): 2 to 8 blocks per SM, each in
+    """The streams runs (research/data/h100/probe/icache.json, stream_runs): 2 to 8 blocks per SM, each in
     one of 1 to 8 distinct bodies, the instruction supply per scheduler over each SM's span. Up to 32 KiB of hot
     code every scheduler issues about one a clock, however many streams. Beyond it, where every block runs its own
     body, the supply is 0.42-0.44 a clock per scheduler for 2, 4 and 8 streams alike up to 128 KiB (the second
@@ -73,7 +73,7 @@ def test_stream_count_does_not_set_the_supply_in_either_run(name):
 
 def flash_launch(tag):
     """(code KiB, executed warp instructions per scheduler-cycle, share of stall samples waiting on an instruction
-    fetch) of one profiled flash launch (B32 H16 fp16, examples/measurements/h100/flash_sass)."""
+    fetch) of one profiled flash launch (B32 H16 fp16, research/data/h100/flash_sass)."""
     tarball = H100 / "flash_sass" / "sdpa_sass.tar.gz"
     h, rows = ncu_sass(tarball, tag)
     addr, samples, no_inst = h.index("Address"), h.index("Warp Stall Sampling (All Samples)"), h.index("stall_no_inst")

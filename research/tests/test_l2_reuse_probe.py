@@ -1,4 +1,4 @@
-"""The L2 re-use probe (research/scripts/probe_l2_reuse.py -> examples/measurements/{h100,h200}/probe/l2_reuse.json, step
+"""The L2 re-use probe (research/scripts/probe_l2_reuse.py -> research/data/{h100,h200}/probe/l2_reuse.json, step
 probe-l2-reuse; docs/known-gaps.md): the record is whole, and what it shows about the H200's L2 against the H100's."""
 import json
 from pathlib import Path
@@ -9,7 +9,7 @@ from perfmodel.hw import calibration, gpu
 from perfmodel.measure.probe import half_miss
 from perfmodel.model.memory import RULE
 
-DATA = Path(__file__).resolve().parents[2] / "examples" / "measurements"
+DATA = Path(__file__).resolve().parents[2] / "research" / "data"
 MIB = 2 ** 20
 
 

@@ -1,4 +1,4 @@
-"""The shared-read probe (research/scripts/probe_l2_share.py -> examples/measurements/{h100,h200}/probe/l2_share.json, step
+"""The shared-read probe (research/scripts/probe_l2_share.py -> research/data/{h100,h200}/probe/l2_share.json, step
 probe-l2-share; its all-block launch on a finer grid, l2_share_fine.json, step probe-l2-share-fine; and timed
 without Nsight Compute, as `perfmodel probe` does, l2_share_timed.json, step probe-l2-share-timed;
 docs/known-gaps.md): the records are whole, what they show about lines many blocks re-read, that the timed room
@@ -22,7 +22,7 @@ MIB = 2 ** 20
 
 
 def record(key, name="l2_share"):
-    return json.loads((ROOT / "examples" / "measurements" / key / "probe" / f"{name}.json").read_text())
+    return json.loads((ROOT / "research" / "data" / key / "probe" / f"{name}.json").read_text())
 
 
 def half_points(key):
@@ -120,7 +120,7 @@ def test_the_timed_room_agrees_with_the_counted(key):
         assert run["sizes_bytes"] == sizes
         assert probe.shared_room_from_times(run["sizes_bytes"], run["seconds"]) == run["l2_shared_bytes"]
         assert run["l2_shared_bytes"] == pytest.approx(counted, rel=0.03)
-    cal = yaml.safe_load((ROOT / "examples" / "measurements" / key / "probe" / "probe-calibration.yaml").read_text())
+    cal = yaml.safe_load((ROOT / "examples" / "measurements" / key / "probe-calibration.yaml").read_text())
     assert cal["provenance"]["gpu_name"] == rec["provenance"]["gpu_name"]
     assert cal["values"]["l2_shared_bytes"] == pytest.approx(counted, rel=0.03)
 

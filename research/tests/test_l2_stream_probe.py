@@ -1,4 +1,4 @@
-"""The streaming probe (research/scripts/probe_l2_stream.py -> examples/measurements/{h100,h200}/probe/l2_stream.json, step
+"""The streaming probe (research/scripts/probe_l2_stream.py -> research/data/{h100,h200}/probe/l2_stream.json, step
 probe-l2-stream; docs/known-gaps.md): the rate at which cp.async.cg fills shared memory from L2 and DRAM with
 nothing else running, against the calibrations' bandwidths."""
 import json
@@ -16,7 +16,7 @@ import probe_l2_stream  # noqa: E402
 
 
 def runs(key):
-    rec = json.loads((ROOT / "examples" / "measurements" / key / "probe" / "l2_stream.json").read_text())
+    rec = json.loads((ROOT / "research" / "data" / key / "probe" / "l2_stream.json").read_text())
     assert rec["provenance"]["gpu_name"].startswith("NVIDIA H") and "probe_l2_stream.py" in rec["provenance"]["command"]
     return rec["runs"]
 

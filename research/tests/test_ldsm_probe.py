@@ -1,4 +1,4 @@
-"""The ldmatrix probe (research/scripts/probe_ldsm.py -> examples/measurements/h100/probe/ldsm.json): shared-memory
+"""The ldmatrix probe (research/scripts/probe_ldsm.py -> research/data/h100/probe/ldsm.json): shared-memory
 wavefronts per clock that ldmatrix.x4 delivers on the H100, with loads whose addresses no compiler can prove equal
 (each comes from its chain's previous value, or from a hash of the step). It settles the rate the model prices
 (Calibration.smem_wavefronts_per_clk, 1 a clock: 128 B) after the fill probe lost loads (tests/test_fill_probe.py)."""
@@ -9,7 +9,7 @@ import pytest
 
 from perfmodel.hw import calibration, gpu
 
-RUNS = json.loads((Path(__file__).resolve().parents[2] / "examples" / "measurements" / "h100" / "probe"
+RUNS = json.loads((Path(__file__).resolve().parents[2] / "research" / "data" / "h100" / "probe"
                    / "ldsm.json").read_text())["runs"]
 BY = {(r["same"], r["trans"], r["warps"], r["chains"]): r["wavefronts_per_clk"] for r in RUNS}
 

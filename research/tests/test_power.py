@@ -1,6 +1,6 @@
 """Long tensor-core launches run power-limited (docs/known-gaps.md): while the d = 128 fa2_tc launches of
-examples/grids/power-check.yaml were timed, nvidia-smi sampled the H100's SM clock and power every 50 ms
-(examples/measurements/h100/power/). And the power probe's loads (research/scripts/probe_power.py -> probe/power*.json on the
+research/data/grids/power-check.yaml were timed, nvidia-smi sampled the H100's SM clock and power every 50 ms
+(research/data/h100/power/). And the power probe's loads (research/scripts/probe_power.py -> probe/power*.json on the
 H100 and H200): the clock and power each kind of work runs at (docs/tensorcore.md, the tensor clock). Held to that
 data."""
 import csv
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-POWER = Path(__file__).resolve().parents[2] / "examples" / "measurements" / "h100" / "power"
+POWER = Path(__file__).resolve().parents[2] / "research" / "data" / "h100" / "power"
 
 
 def _samples():

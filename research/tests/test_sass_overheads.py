@@ -16,10 +16,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sass_loops = script("sass_loops")
 
 LISTING = {
-    "sm_90": "examples/measurements/h100/sass/{k}.sass",
-    "sm_80": "examples/measurements/sass_sm80_sm86/{k}_sm80.sass",
-    "sm_86": "examples/measurements/sass_sm80_sm86/{k}_sm86.sass",
-    "sm_89": "examples/measurements/sass_sm89/{k}_sm89.sass",
+    "sm_90": "research/data/h100/sass/{k}.sass",
+    "sm_80": "research/data/sass_sm80_sm86/{k}_sm80.sass",
+    "sm_86": "research/data/sass_sm80_sm86/{k}_sm86.sass",
+    "sm_89": "research/data/sass_sm89/{k}_sm89.sass",
 }
 # overhead -> ((loop start per architecture), steps the unrolled body covers); several starts: loops the overhead
 # stands for alike (fa2's row reductions P3 and P5)
@@ -104,7 +104,7 @@ def test_fa2_tc_spills_are_read_off_its_loop(arch, listing, tmp_path):
     assert spills
 
     funcs, cur = {}, None
-    for line in (ROOT / "examples" / "measurements" / listing).read_text().splitlines():
+    for line in (ROOT / "research" / "data" / listing).read_text().splitlines():
         m = re.search(r"Function : \S*fa2_tc_kernelI6__halfLi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E", line)
         if "Function :" in line:
             cur = tuple(int(x) for x in m.groups()) if m else None

@@ -18,7 +18,7 @@ from perfmodel.shape import make_shape
 ROOT = Path(__file__).resolve().parents[2]
 sass_phases = script("sass_phases")
 try_fa2_tc_form = script("try_fa2_tc_form")
-SASS = ROOT / "examples" / "measurements"
+SASS = ROOT / "research" / "data"
 MEASURED = {"sm_90": SASS / "h100" / "sass" / "fa2_tc.sass", "sm_89": SASS / "sass_sm89" / "fa2_tc_sm89.sass"}
 PHASE = SASS / "h100" / "sass" / "fa2_tc_phase.sass"
 

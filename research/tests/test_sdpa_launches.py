@@ -1,6 +1,6 @@
 """The SDPA presets against what the library's launches show: the kernels PyTorch's flash and cuDNN backends
-launch (examples/measurements/h100/sdpa_kernels.json, research/scripts/sdpa_kernels.py), the instructions they execute
-(examples/measurements/h100/sdpa_sass, Nsight Compute's per-instruction counts, research/scripts/ncu_sdpa_sass.sh),
+launch (research/data/h100/sdpa_kernels.json, research/scripts/sdpa_kernels.py), the instructions they execute
+(research/data/h100/sdpa_sass, Nsight Compute's per-instruction counts, research/scripts/ncu_sdpa_sass.sh),
 the operations a call queues and the probes the presets' rates come from."""
 
 import collections
@@ -17,12 +17,12 @@ from perfmodel.kernels import get
 from perfmodel.model import engine
 from perfmodel.shape import AttentionShape
 
-import util
+import rutil
 from rutil import script
 from util import on_h100
 
 ROOT = Path(__file__).resolve().parents[2]
-H100 = ROOT / "examples" / "measurements" / "h100"
+H100 = ROOT / "research" / "data" / "h100"
 LAUNCHES = json.load(open(H100 / "sdpa_kernels.json"))["rows"]
 FP32_PIPE = ("FMUL", "FADD", "FFMA", "FMNMX", "FSETP", "FSEL", "F2FP")
 
@@ -66,7 +66,7 @@ def test_cudnn_preset_is_the_launched_kernel(r):
 
 def sass_counts(tag):
     """Executed warp instructions per opcode of one profiled launch (B=1, H=16, N=4096, fp16, non-causal)."""
-    h, rows = util.ncu_sass(H100 / "sdpa_sass" / "sdpa_sass.tar.gz", tag)
+    h, rows = rutil.ncu_sass(H100 / "sdpa_sass" / "sdpa_sass.tar.gz", tag)
     src, ex = h.index("Source"), h.index("Instructions Executed")
     out = collections.Counter()
     for r in rows:
@@ -98,7 +98,7 @@ def test_softmax_fp32_and_mufu_counts_match_the_sass(kernel, tag, d):
 
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
 def test_wgmma_rate_is_the_probes(gpu):
-    """sm_90's wgmma fraction is what the wgmma probe measured per clock (examples/measurements/h100/probe); the
+    """sm_90's wgmma fraction is what the wgmma probe measured per clock (research/data/h100/probe); the
     H200's probe (h200/probe) measures the same rate, so the H200 may take it."""
     from perfmodel.hw import arch
 
@@ -112,7 +112,7 @@ def test_wgmma_rate_is_the_probes(gpu):
 
 def test_wgmma_group_wait_is_the_chain_probes():
     """sm_90's wgmma_wait_cycles is the mean of the chain probe's SS and RS intercepts (one warpgroup waiting on its
-    own groups: examples/measurements/h100/probe/wgmma_chain.json); the slope is one m64n128k16's pipe time at the
+    own groups: research/data/h100/probe/wgmma_chain.json); the slope is one m64n128k16's pipe time at the
     dense peak, and a second warpgroup hides the wait whole. The H200 (the same SM) measures the same cycles
     (h200/probe/wgmma_chain.json). cuDNN's chain holds two such waits a KV tile in place of FA2's dependent mma.sync
     steps."""
@@ -146,7 +146,7 @@ CALLS = json.load(open(H100 / "sdpa_calls.json"))["rows"]
 
 @pytest.mark.parametrize("backend,kernel", [("FLASH_ATTENTION", "sdpa-flash"), ("CUDNN_ATTENTION", "sdpa-cudnn")])
 def test_what_a_call_queues_matches_the_preset(backend, kernel):
-    """Every profiled call (examples/measurements/h100/sdpa_calls.json, research/scripts/sdpa_calls.py) runs as many kernels
+    """Every profiled call (research/data/h100/sdpa_calls.json, research/scripts/sdpa_calls.py) runs as many kernels
     as the preset's launches and as many other GPU operations (cuDNN: one memset before its kernel) as its
     queued_ops, in every one of its three profiled calls."""
     rows = [r for r in CALLS if r.get("backend") == backend and "calls" in r]
@@ -170,8 +170,8 @@ def test_what_a_call_queues_matches_the_preset(backend, kernel):
 
 
 def ncu_details(tag):
-    """The rows of a committed Nsight Compute details export (examples/measurements/h100/ncu_stalls)."""
-    return util.ncu_details(open(H100 / "ncu_stalls" / f"ncu_stalls_{tag}.csv"))
+    """The rows of a committed Nsight Compute details export (research/data/h100/ncu_stalls)."""
+    return rutil.ncu_details(open(H100 / "ncu_stalls" / f"ncu_stalls_{tag}.csv"))
 
 
 def ncu_metric(rows, name, kernel=""):
@@ -182,7 +182,7 @@ def ncu_metric(rows, name, kernel=""):
 
 def test_combine_instructions_are_the_counters():
     """The combine kernel's instructions per warp (the preset's COMBINE_CLASSES summed) are Nsight Compute's
-    executed instructions over its warps, at d = 64 and d = 128 (examples/measurements/h100/ncu_stalls, 2 splits)."""
+    executed instructions over its warps, at d = 64 and d = 128 (research/data/h100/ncu_stalls, 2 splits)."""
     k = get("sdpa-flash")
     for tag, d in (("splitkv_d64", 64), ("splitkv_d128", 128)):
         rows = ncu_details(tag)
@@ -199,9 +199,9 @@ def test_combine_instructions_are_the_counters():
                                         ("warm_combine_h8_d128", 4)])
 def test_combine_classes_are_read_off_its_sass(tag, splits):
     """COMBINE_CLASSES, per warp by latency class at 2 splits and per further split, as research/scripts/flash_layout.py
-    sorts the combine's executed instructions (examples/measurements/h100/combine_warm), within 0.05 a warp."""
+    sorts the combine's executed instructions (research/data/h100/combine_warm), within 0.05 a warp."""
     mod = script("flash_layout")
-    text = mod.listings(ROOT / "examples" / "measurements" / "h100" / "combine_warm" / "sdpa_sass.tar.gz")[tag]
+    text = mod.listings(ROOT / "research" / "data" / "h100" / "combine_warm" / "sdpa_sass.tar.gz")[tag]
     warps = mod.layout(io.StringIO(text))["warps"]
     got = mod.classes(io.StringIO(text), warps)
     want = get("sdpa-flash").combine_classes(splits)
@@ -228,7 +228,7 @@ def test_queued_op_is_the_probes():
     from perfmodel.hw import arch
     from common import queued_op_us
 
-    rec = lambda g: json.load(open(ROOT / "examples" / "measurements" / g / "probe" / "cold.json"))
+    rec = lambda g: json.load(open(ROOT / "research" / "data" / g / "probe" / "cold.json"))
     assert arch.value("sm_90", "queued_op_us") == pytest.approx(queued_op_us(rec("h100")), abs=1e-3)
     assert 0.8 < queued_op_us(rec("h200")) < 1.2
     cal = calibration.resolve(gpu_mod.resolve("h100"))

@@ -1,5 +1,5 @@
 """fa2_tc's warp stalls per KV tile, read off Nsight Compute's per-instruction samples
-(examples/measurements/h100/tc_sass/, research/scripts/tc_stalls.py): the committed tables are what the script makes of the
+(research/data/h100/tc_sass/, research/scripts/tc_stalls.py): the committed tables are what the script makes of the
 committed listings, and the load waits they show (docs/known-gaps.md: the per-tile load cost is not flat) and where
 the three d = 128 tiles spend a tile at many waves (docs/known-gaps.md: where the Spearman gap sits) hold."""
 import functools
@@ -10,7 +10,7 @@ import pytest
 from rutil import script
 
 ROOT = Path(__file__).resolve().parents[2]
-DIR = ROOT / "examples/measurements/h100/tc_sass"
+DIR = ROOT / "research/data/h100/tc_sass"
 tc_stalls = script("tc_stalls")
 
 

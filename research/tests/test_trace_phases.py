@@ -1,4 +1,4 @@
-"""The phase traces of fa2_tc (research/scripts/trace_fa2_tc.py TRACE_SET=phase -> examples/measurements/h100/probe/
+"""The phase traces of fa2_tc (research/scripts/trace_fa2_tc.py TRACE_SET=phase -> research/data/h100/probe/
 fa2_tc_trace_phase.json, read by research/scripts/trace_phases.py; docs/known-gaps.md): the record is whole and checked, and
 what it shows about where a block's cycles go and how co-resident blocks split their SM holds."""
 import json

@@ -453,7 +453,7 @@ struct Fa2TcInstance {
 // d=256 64x64/4 (H100). sm_90 (nvcc 13.0): all spill-free except d=128 128x64x4 (255 registers, 24-byte stack
 // frame, 44/32 bytes of spill stores/loads: mostly three row-sum partials, one STL and one LDL each per KV tile);
 // sm_80/sm_86 also spill 44 bytes in d=64 64x128x4. Registers, smem and blocks/SM of each: fa2_tc_attributes /
-// fa2_tc_max_blocks_per_sm, or examples/benchmarks/fa2_tc_vs_sdpa.unclocked.json ("instances").
+// fa2_tc_max_blocks_per_sm, or research/data/benchmarks/fa2_tc_vs_sdpa.unclocked.json ("instances").
 static const Fa2TcInstance kFa2TcInstances[] = {
     FA2TC_INST(32, 128, 128, 4), FA2TC_INST(32, 128, 64, 4),  FA2TC_INST(32, 64, 64, 4),
     FA2TC_INST(32, 128, 64, 8),
