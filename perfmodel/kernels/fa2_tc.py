@@ -28,7 +28,7 @@ from perfmodel.kernels.base import ArchFacts, Kernel, Tiles, register
 from perfmodel.kernels.common import arr, cdiv
 from perfmodel.model.counts import Counts
 
-# (d, Br, Bc, warps) compiled in csrc/fa2_tc.cu (kFa2TcInstances); tests/test_fa2_tc_model.py checks the two agree
+# (d, Br, Bc, warps) compiled in csrc/fa2_tc.cu (kFa2TcInstances); tests/kernels/test_fa2_tc_model.py checks the two agree
 INSTANCES = (
     (32, 128, 128, 4), (32, 128, 64, 4), (32, 64, 64, 4), (32, 128, 64, 8),
     (64, 128, 128, 4), (64, 128, 64, 4), (64, 128, 32, 4), (64, 64, 64, 4), (64, 64, 128, 4), (64, 128, 64, 8),
@@ -39,7 +39,7 @@ INSTANCES = (
 )
 # Registers per thread of each instance, (d, Br, Bc, warps) -> regs, read off ptxas -v for sm_90
 # (research/data/h100/fa2_tc_ptxas.txt; fp16 and bf16 alike). They set the blocks per SM of a prediction;
-# a measured row brings its own (cudaFuncGetAttributes). tests/test_fa2_tc_model.py checks both against this table.
+# a measured row brings its own (cudaFuncGetAttributes). tests/kernels/test_fa2_tc_model.py checks both against this table.
 REGS = {
     (32, 64, 64, 4): 96, (32, 128, 64, 4): 167, (32, 128, 64, 8): 97, (32, 128, 128, 4): 251,
     (64, 64, 64, 4): 128, (64, 64, 128, 4): 179, (64, 128, 32, 4): 166, (64, 128, 64, 4): 222,
@@ -347,7 +347,7 @@ class FA2TC(Kernel):
     # The phases the tile loads overlap, as the source orders them: V's load during QK^T and the softmax, the next
     # K's during PV. The compiled loop does not keep that order: every instance of the measured build (sm_90 and
     # sm_89 listings) waits for V after QK^T and before the softmax and issues the next K after it, so the softmax
-    # overlaps neither load (research/scripts/sass_phases.py; tests/test_sass_phases.py). Priced so and refitted on the
+    # overlaps neither load (research/scripts/sass_phases.py; research/tests/test_sass_phases.py). Priced so and refitted on the
     # training split it picked tiles better but crossed recorded bounds on data no fit had seen (docs/known-gaps.md;
     # research/scripts/try_fa2_tc_form.py compiled-order sets this False): not shipped
     softmax_overlaps_load = True

@@ -263,7 +263,7 @@ def shared_room_from_times(sizes, seconds, ends: int = 3) -> float:
     the two plateaus (the mean y of the ``ends`` smallest and of the ``ends`` largest sizes), and the room is
     half_miss of those shares. From the times Nsight Compute took of the launches it counted (probe/
     l2_share_fine.json) this lands within 0.5% of the room their DRAM bytes give; timed apart, with this probe's
-    flush (shared_room_timed), 2.7% below it on the H100 and 2.0% above on the H200 (tests/test_l2_share_probe.py).
+    flush (shared_room_timed), 2.7% below it on the H100 and 2.0% above on the H200 (research/tests/test_l2_share_probe.py).
     ValueError where the sizes do not reach from one plateau to the other."""
     order = np.argsort(sizes)
     b = np.asarray(sizes, float)[order]

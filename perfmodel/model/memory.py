@@ -65,8 +65,8 @@ fa1's counters do not reproduce: launched six times each (``repeat/``: B x H = 1
 processes), one configuration moves 97-237 MB (28 heads of N=2048 on the H100), so there the rule is held to the
 spread of the repeats (within 10% of their range: 8 of 9 configurations on the H100, 7 of 9 on the H200) and to mean
 errors. Fitted on the H100, applied to other GPUs in proportion to their L2 (the cross-wave ramp: to their probed
-shared room, where they have one; `perfmodel probe` times it, tests/test_l2_share_probe.py). Only DRAM bytes that
-move during the kernel are counted, which is also what the timing model needs. tests/test_dram_vs_ncu.py holds the
+shared room, where they have one; `perfmodel probe` times it, research/tests/test_l2_share_probe.py). Only DRAM bytes that
+move during the kernel are counted, which is also what the timing model needs. research/tests/test_dram_vs_ncu.py holds the
 rule to the measurements.
 """
 

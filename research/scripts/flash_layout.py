@@ -1,9 +1,9 @@
 """The code layout of a kernel, and its instructions by latency class, from Nsight Compute's per-instruction counts (the SourceCounters page as CSV, as
 research/scripts/ncu_sdpa_sass.sh writes it): how many KiB of SASS every warp executes once, how many only some warps
 execute once, and how many more than once (loops), 16 bytes an instruction. What perfmodel/kernels/sdpa.py's
-SDPAFlash.CODE_KIB holds for flash's causal instantiations; tests/test_fetch.py checks the table against the
+SDPAFlash.CODE_KIB holds for flash's causal instantiations; tests/model/test_fetch.py checks the table against the
 committed listings. ``classes`` sorts a kernel's executed instructions per warp by what a dependent one waits for
-(SDPAFlash.COMBINE_CLASSES, the split-KV combine's chain; tests/test_sdpa_presets.py).
+(SDPAFlash.COMBINE_CLASSES, the split-KV combine's chain; tests/kernels/test_sdpa_presets.py).
 
     python3 research/scripts/flash_layout.py research/data/h100/flash_sass/sdpa_sass.tar.gz
 """

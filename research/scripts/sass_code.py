@@ -15,7 +15,7 @@ perfmodel/kernels/fa2_tc.py's CODE tables hold. Per instance (d, Br, Bc, warps):
 
 A warp's instructions are then, summed over the KV tiles it walks, tile (+ causal or ragged where it masks the tile,
 - last on the last tile), + once. ``enumerate_launch`` counts a launch so, warp by warp (a literal enumeration; the
-model's closed form in kernels/fa2_tc.py is held to it by tests/test_fa2_tc_code.py); it reproduces Nsight Compute's
+model's closed form in kernels/fa2_tc.py is held to it by research/tests/test_fa2_tc_code.py); it reproduces Nsight Compute's
 smsp__inst_executed.sum within 0.06% in all 14 profiled configurations (research/data/h100/ncu/
 ncu_fa2_tc.csv) and each per-instruction count run (tc_sass/). The listings: research/data/h100/sass/
 fa2_tc.sass (sm_90), sass_sm89/fa2_tc_sm89.sass, sass_sm80_sm86/fa2_tc_sm{80,86}.sass (research/scripts/gpu_run.sh sass-tc).

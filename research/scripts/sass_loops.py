@@ -1,7 +1,7 @@
 """The loops of a cuobjdump -sass listing: every backward branch closes one, from its target to the branch. For each
 loop: its instructions, the arithmetic and memory ones the model counts (COUNTED), and the rest (address
 arithmetic, loop control, predicates): the per-step overheads of perfmodel/kernels/fa1.py and fa2.py are that rest
-over the steps an unrolled body covers. tests/test_sass_overheads.py checks them against the committed listings.
+over the steps an unrolled body covers. research/tests/test_sass_overheads.py checks them against the committed listings.
 Usage: python3 research/scripts/sass_loops.py FILE.sass [FILE.sass ...]
 (listings for sm_80/sm_86 without a GPU: nvcc -arch=sm_80 -O3 -cubin perfmodel/kernels/csrc/fa1.cu, then
 cuobjdump -sass on a machine that has it)"""

@@ -6,7 +6,7 @@ reads, from a cuobjdump listing, the loop's steady-state path (the longest backw
 which the first two-predicate branch skips, left out) and reports, in program order, where the V wait (the second
 DEPBAR), the softmax's MUFU.EX2 and the next K's cp.async (LDGSTS after the V wait) lie. The warp issues in order,
 so a MUFU after the V wait cannot run while V is in flight, and one before the next K's copies not while K is.
-tests/test_sass_phases.py checks the committed listings. The model keeps the source's order
+research/tests/test_sass_phases.py checks the committed listings. The model keeps the source's order
 (FA2TC.softmax_overlaps_load); research/scripts/try_fa2_tc_form.py compiled-order scores the compiled one, which was not
 shipped.
 

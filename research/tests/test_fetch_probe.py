@@ -1,7 +1,7 @@
 """Instruction fetch against what was measured: the probe's supply of once-run code (examples/measurements/h100/
 probe/icache_layout.json, layout_runs; gpus/arch/sm_90.yaml fetch_once_ipc), flash's code layout read off its SASS
 (research/data/h100/flash_sass, research/scripts/flash_layout.py; SDPAFlash.CODE_KIB), and the once-run
-instructions the model counts against Nsight Compute's (tests/test_fetch.py: where the term applies)."""
+instructions the model counts against Nsight Compute's (tests/model/test_fetch.py: where the term applies)."""
 
 import json
 from pathlib import Path

@@ -1,7 +1,7 @@
 """The ldmatrix probe (research/scripts/probe_ldsm.py -> research/data/h100/probe/ldsm.json): shared-memory
 wavefronts per clock that ldmatrix.x4 delivers on the H100, with loads whose addresses no compiler can prove equal
 (each comes from its chain's previous value, or from a hash of the step). It settles the rate the model prices
-(Calibration.smem_wavefronts_per_clk, 1 a clock: 128 B) after the fill probe lost loads (tests/test_fill_probe.py)."""
+(Calibration.smem_wavefronts_per_clk, 1 a clock: 128 B) after the fill probe lost loads (research/tests/test_fill_probe.py)."""
 import json
 from pathlib import Path
 

@@ -13,7 +13,7 @@ from perfmodel.shape import AttentionShape
 
 from util import on_h100
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 H100 = ROOT / "examples" / "measurements" / "h100"
 
 

@@ -13,7 +13,7 @@ from perfmodel.kernels import fa2_tc
 from perfmodel.measure.runner import COLUMNS, PRE_SPIN_COLUMNS
 from util import GPU_NAME, PROVENANCE, TOL
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "examples" / "measurements"
 MIN_ROWS = {("h100", "fa2_tc"): 600, ("h200", "fa2_tc"): 300, ("h100", "sdpa-flash"): 200,
             ("h100", "sdpa-cudnn"): 200, ("h200", "sdpa-flash"): 100, ("h200", "sdpa-cudnn"): 100}

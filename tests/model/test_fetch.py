@@ -14,7 +14,7 @@ from perfmodel.hw import arch, calibration, gpu
 from perfmodel.kernels import get
 from perfmodel.model.timing import once_supply as supply_at
 
-DATA = Path(__file__).resolve().parent.parent / "examples" / "measurements"
+DATA = Path(__file__).resolve().parents[2] / "examples" / "measurements"
 
 
 def test_supply_interpolates_within_the_table_and_holds_at_its_edges():

@@ -11,7 +11,7 @@ from perfmodel.hw import calibration, gpu
 from perfmodel.kernels import get
 from util import assert_same_record, script
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_shortlist_of_one_is_the_pick_and_of_two_keeps_the_faster():

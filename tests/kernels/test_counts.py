@@ -90,7 +90,7 @@ def test_flops_of_the_two_matmuls_dominate_at_scale():
 def test_dram_traffic_is_compulsory_when_the_working_set_fits():
     """Reads are the first touches; the written output stays in L2 (write-back) while it is below the dirty bytes
     L2 keeps at the kernel's end, and only fa1's re-writes leak their small cleaning share (perfmodel.model.memory;
-    tests/test_dram_vs_ncu.py holds both to Nsight Compute)."""
+    research/tests/test_dram_vs_ncu.py holds both to Nsight Compute)."""
     from perfmodel.model.memory import RULE
     B, H, N, d = 2, 4, 512, 32
     c1 = fa1(B, H, N, d, 32, 32).traffic

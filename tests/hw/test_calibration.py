@@ -11,7 +11,7 @@ from perfmodel.hw import calibration, gpu
 from perfmodel.errors import InputError
 
 H100 = gpu.resolve("h100")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_shipped_calibration_has_provenance_and_fits():

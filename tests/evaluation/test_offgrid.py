@@ -18,7 +18,7 @@ import pytest
 from perfmodel.evaluation import dataset, validate
 from util import assert_same_record, script
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "examples" / "measurements"
 KERNELS = ("fa2_tc", "sdpa-flash", "sdpa-cudnn")
 

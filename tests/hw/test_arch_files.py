@@ -4,7 +4,7 @@ from pathlib import Path
 
 import yaml
 
-ARCH = Path(__file__).resolve().parents[1] / "gpus" / "arch"
+ARCH = Path(__file__).resolve().parents[2] / "gpus" / "arch"
 FILES = sorted(ARCH.glob("sm_*.yaml"))
 SM90_ONLY = {"wgmma_fraction", "wgmma_wait_cycles"}
 

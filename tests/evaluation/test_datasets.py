@@ -16,7 +16,7 @@ from util import PROVENANCE
 REL_ERR_MAX = TOLERANCE["fp32"]       # the fp32 kernels' tolerance against the float64 reference
 LEGACY_COLUMNS = [c for c in PRE_SPIN_COLUMNS if c != "causal"]   # files measured before the causal column existed
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "examples" / "measurements" / "h100"
 H100 = gpu.resolve("h100")
 

@@ -29,7 +29,7 @@ def test_readme_quick_start_output_is_what_predict_prints():
     are what predict prints now (the block had gone stale once)."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     start = readme.index("```text\nfa1 on NVIDIA GeForce RTX 3090")
     block = readme[start + len("```text\n"):readme.index("```", start + 7)]
     code, out, _ = run(PRED)
@@ -327,7 +327,7 @@ def test_predict_says_how_the_kernel_fared_against_measurements():
     measured, the measured GPUs' otherwise, and a plain word for a kernel never measured."""
     from perfmodel.evaluation import advice
 
-    rec = json.loads((Path(__file__).resolve().parents[1] / "examples" / "accuracy.json").read_text())
+    rec = json.loads((Path(__file__).resolve().parents[2] / "examples" / "accuracy.json").read_text())
     assert json.loads(advice.MEASURED.read_text()) == advice.measured_table(rec)
     h100 = rec["tensor_core"]["fa2_tc/h100-sxm"]
     _, out, _ = run(["predict", "--gpu", "h100", "--kernel", "fa2_tc", "--N", "1024", "--d", "64", "--json"])
@@ -340,7 +340,7 @@ def test_predict_says_how_the_kernel_fared_against_measurements():
     _, out, _ = run(["predict", "--gpu", "h100", "--kernel", "sdpa-cudnn", "--N", "1024", "--d", "64"])
     assert "measured on this GPU:" in out and "none of them fitted to" in out and "not this one" not in out
     # with a calibration of one's own, the figures are the shipped calibration's, and the line says so
-    own = Path(__file__).resolve().parents[1] / "examples" / "measurements" / "h100" / "probe-calibration.yaml"
+    own = Path(__file__).resolve().parents[2] / "examples" / "measurements" / "h100" / "probe-calibration.yaml"
     _, out, _ = run(["predict", "--gpu", "h100", "--kernel", "sdpa-cudnn", "--N", "1024", "--d", "64",
                      "--calibration", str(own)])
     assert "with its shipped calibration, not this one" in " ".join(out.split())

@@ -12,7 +12,7 @@ TFLOP/s, unnoticed, when a change aimed at the H100's join left other architectu
 
 A change that moves predictions on purpose re-takes them, and states the movement in its commit message:
 
-    PYTHONPATH=. python3 tests/test_snapshot.py          # rewrites the snapshot, prints the max relative change
+    PYTHONPATH=. python3 tests/model/test_snapshot.py          # rewrites the snapshot, prints the max relative change
 """
 
 import json
@@ -27,7 +27,7 @@ from perfmodel.hw import calibration, gpu
 from perfmodel.model import engine
 from perfmodel.kernels import get
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SNAP_FILE = ROOT / "tests" / "data" / "snapshot_predictions.json"
 SNAP = json.loads(SNAP_FILE.read_text())
 # times: the model computes them in float32, whose last digits differ between numpy builds (up to ~1e-7 relative);

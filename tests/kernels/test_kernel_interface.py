@@ -15,7 +15,7 @@ from perfmodel.cli import main
 from perfmodel.errors import InputError
 from perfmodel.kernels import REGISTRY
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_toy_kernel_from_one_file_predicts_through_the_cli():
@@ -104,7 +104,7 @@ def test_an_unknown_architecture_takes_its_own_family_first(tmp_path):
 
     assert arch.closest("sm_89", ["sm_61", "sm_80", "sm_86", "sm_90"]) == "sm_86"
     assert [arch.nearest(s) for s in ("sm_89", "sm_87", "sm_100", "sm_52")] == ["sm_89", "sm_86", "sm_90", "sm_61"]
-    text = (Path(__file__).resolve().parents[1] / "gpus" / "rtx3090.yaml").read_text()
+    text = (Path(__file__).resolve().parents[2] / "gpus" / "rtx3090.yaml").read_text()
     orin = tmp_path / "orin.yaml"
     orin.write_text(text.replace('compute_capability: "8.6"', 'compute_capability: "8.7"')
                     .replace("name: NVIDIA GeForce RTX 3090", "name: an sm_87 card")

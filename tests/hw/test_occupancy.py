@@ -7,7 +7,7 @@ from perfmodel.hw import gpu
 from perfmodel.hw.occupancy import blocks_per_sm, waves
 
 H100 = gpu.resolve("h100")
-DATA = Path(__file__).resolve().parent.parent / "examples" / "measurements" / "h100"
+DATA = Path(__file__).resolve().parents[2] / "examples" / "measurements" / "h100"
 
 
 def test_reserve_and_granularity():
