@@ -71,6 +71,8 @@ def _chase(torch, ext, n_nodes, spacing_words, shared, steps=4096):
 
 
 def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
+    """Run every microbenchmark on the GPU at hand: {"provenance", "values" (the calibration), "raw" (what was
+    measured)}."""
     from perfmodel.measure import build, runner
 
     torch = build.require_torch()
@@ -80,7 +82,46 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
     sm = props.multi_processor_count
     clock = runner.Clock()
     raw: dict = {}
+    dot = _dot_steps(torch, ext, sm, spec, raw, log)                              # 1 and 2
+    sink = torch.zeros(1, device="cuda")
+    lanes = _lanes(torch, ext, sm, spec, clock, sink, raw, log)                 # 3
+    memory = _bandwidths(torch, ext, sm, props, sink, raw, log)                 # 4, 4b and 4c
+    latency = _latencies(torch, ext, sm, raw, log)                              # 5
+    # 5b. tensor cores: mma.sync m16n8k16 (fp32 accumulate), dependent latency and the SM's sustained rate
+    mma = _mma(torch, ext, sm, props.major >= 8, log)
+    raw.update(mma)
 
+    # 6. launch overhead as `measure` sees it: an empty kernel timed like the kernels (flush, events)
+    from perfmodel.measure.bench import Bencher
+    launch = Bencher(torch, flush=True).run(ext.probe_empty, min_runs=50, max_runs=200).median_ms * 1e-3
+    log(f"empty kernel, timed as measure times kernels: {launch * 1e6:.2f} µs")
+
+    values = dict(dram_bw_bps=memory["dram_bw"], l2_bw_bps=memory["l2_bw"], l2_effective_bytes=memory["l2_eff"],
+                  smem_wavefronts_per_clk=dot["smem_wf_per_clk"], fp32_lanes_per_clk=lanes["fp32_lanes"],
+                  sfu_lanes_per_clk=lanes["sfu_lanes"], launch_overhead_s=launch, overlap_p=dot["overlap_p"])
+    if memory["l2_shared_bytes"]:        # else unmeasured: the calibration keeps its default (0: the L2 size)
+        values["l2_shared_bytes"] = memory["l2_shared_bytes"]
+    if mma:
+        values["mma_cycles"] = mma["mma_cycles_per_sm_fp16"]
+    path_cycles = dict(dot=float(dot["iter_cycles"]), reduction=dot["red_cycles"], exp=dot["exp_cycles"],
+                       conflict=float(dot["conflict_cycles"]), fp32=spec.fp32_latency_cycles,
+                       sfu=spec.sfu_latency_cycles, gmem=latency["l2"], sync=latency["sync"])
+    if mma:
+        path_cycles["mma"] = mma["mma_latency_cycles_fp16"]
+    provenance = dict(gpu_name=torch.cuda.get_device_name(), sm_count=sm, sm_clock_mhz=lanes["mhz"],
+                      sm_clock_max_mhz=clock.max_mhz(), driver=clock.driver(), torch=str(torch.__version__),
+                      torch_cuda=tool["torch_cuda"], nvcc=tool["nvcc"],
+                      date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                      command=" ".join(["perfmodel"] + [shlex.quote(a) for a in sys.argv[1:]]),
+                      notes="path_cycles.fp32 and path_cycles.sfu are taken from the spec, not probed")
+    values = {k: float(v) for k, v in values.items()}
+    values["path_cycles"] = {k: float(v) for k, v in path_cycles.items()}
+    return {"provenance": provenance, "values": values, "raw": _plain(raw)}
+
+
+def _dot_steps(torch, ext, sm: int, spec: GPUSpec, raw: dict, log) -> dict:
+    """The shared-memory dot step: its latency, bank-conflict cost, reduction and exp steps (one warp per SM), the
+    shared wavefronts an SM serves a clock and the latency/throughput p-norm (1 to 32 warps per SM)."""
     # 1. the dot step in the latency regime: one warp per SM, conflict degree k = gcd(s, 32)
     lat = {s: _dot_cycles(torch, ext, sm, 1, s) for s in STRIDES}
     raw["dot_cycles_per_step_1warp"] = lat
@@ -116,9 +157,13 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
     ps = np.linspace(1.0, 12.0, 111)
     overlap_p = float(ps[np.argmin([blend(p) for p in ps])])
     log(f"latency/throughput p-norm: p = {overlap_p:.2f}")
+    return dict(iter_cycles=iter_cycles, conflict_cycles=conflict_cycles, red_cycles=red_cycles,
+                exp_cycles=exp_cycles, smem_wf_per_clk=smem_wf_per_clk, overlap_p=overlap_p)
 
-    # 3. FP32 and ex2 throughput
-    sink = torch.zeros(1, device="cuda")
+
+def _lanes(torch, ext, sm: int, spec: GPUSpec, clock, sink, raw: dict, log) -> dict:
+    """3. FP32 and ex2 throughput: lanes per clock per SM at the SM clock read now (the spec's boost clock where
+    none is read)."""
     blocks, threads, iters = sm * 8, 256, 4096
     t = _events(torch, lambda: ext.probe_fma(sink, blocks, threads, iters))
     mhz = clock.sm_mhz() or spec.clock_boost_mhz
@@ -130,8 +175,11 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
     raw.update(fp32_tflops=2 * fma_per_s / 1e12, exp_per_s=exp_per_s, probe_clock_mhz=mhz)
     log(f"FP32 {2 * fma_per_s / 1e12:.1f} TFLOP/s ({fp32_lanes:.1f} lanes/clk/SM), "
         f"exp {exp_per_s / 1e12:.2f} T/s ({sfu_lanes:.1f} lanes/clk/SM) at {mhz} MHz")
+    return dict(fp32_lanes=fp32_lanes, sfu_lanes=sfu_lanes, mhz=mhz)
 
-    # 4. bandwidths
+
+def _bandwidths(torch, ext, sm: int, props, sink, raw: dict, log) -> dict:
+    """4. L2 and DRAM bandwidth; the effective L2 capacity; the room L2 gives lines every block re-reads."""
     l2_buf = torch.ones(max(props.L2_cache_size // 4 // 4, 1 << 18), device="cuda")   # a quarter of L2
     reps = 50
     t = _events(torch, lambda: ext.probe_read(l2_buf, reps, sink, sm * 4))
@@ -170,8 +218,11 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
     _, _, share_ext = share_module()
     shared = shared_room_timed(torch, share_ext, sm, props.L2_cache_size, log=log)
     raw["shared_read_seconds_by_buffer_bytes"] = dict(zip(shared["sizes_bytes"], shared["seconds"]))
+    return dict(l2_bw=l2_bw, dram_bw=dram_bw, l2_eff=l2_eff, l2_shared_bytes=shared["l2_shared_bytes"])
 
-    # 5. latencies
+
+def _latencies(torch, ext, sm: int, raw: dict, log) -> dict:
+    """5. Shared-memory, L2 and DRAM latencies (pointer chases) and a __syncthreads of 256 threads, in cycles."""
     smem_lat = _chase(torch, ext, 1024, 1, True)
     l2_lat = _chase(torch, ext, 8192, 32, False)                 # 1 MB, one node per 128-B line
     dram_lat = _chase(torch, ext, 1 << 18, 1024, False, 2048)    # 1 GiB, one node per 4 KiB
@@ -182,36 +233,7 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
     raw.update(smem_latency_cycles=smem_lat, l2_latency_cycles=l2_lat, dram_latency_cycles=dram_lat,
                sync_cycles_256threads=sync)
     log(f"latency: shared {smem_lat:.0f}, L2 {l2_lat:.0f}, DRAM {dram_lat:.0f} cycles; sync {sync:.1f} cycles")
-
-    # 5b. tensor cores: mma.sync m16n8k16 (fp32 accumulate), dependent latency and the SM's sustained rate
-    mma = _mma(torch, ext, sm, props.major >= 8, log)
-    raw.update(mma)
-
-    # 6. launch overhead as `measure` sees it: an empty kernel timed like the kernels (flush, events)
-    from perfmodel.measure.bench import Bencher
-    launch = Bencher(torch, flush=True).run(ext.probe_empty, min_runs=50, max_runs=200).median_ms * 1e-3
-    log(f"empty kernel, timed as measure times kernels: {launch * 1e6:.2f} µs")
-
-    values = dict(dram_bw_bps=dram_bw, l2_bw_bps=l2_bw, l2_effective_bytes=l2_eff,
-                  smem_wavefronts_per_clk=smem_wf_per_clk, fp32_lanes_per_clk=fp32_lanes, sfu_lanes_per_clk=sfu_lanes,
-                  launch_overhead_s=launch, overlap_p=overlap_p)
-    if shared["l2_shared_bytes"]:               # else unmeasured: the calibration keeps its default (0: the L2 size)
-        values["l2_shared_bytes"] = shared["l2_shared_bytes"]
-    if mma:
-        values["mma_cycles"] = mma["mma_cycles_per_sm_fp16"]
-    path_cycles = dict(dot=float(iter_cycles), reduction=red_cycles, exp=exp_cycles, conflict=float(conflict_cycles),
-                       fp32=spec.fp32_latency_cycles, sfu=spec.sfu_latency_cycles, gmem=l2_lat, sync=sync)
-    if mma:
-        path_cycles["mma"] = mma["mma_latency_cycles_fp16"]
-    provenance = dict(gpu_name=torch.cuda.get_device_name(), sm_count=sm, sm_clock_mhz=mhz,
-                      sm_clock_max_mhz=clock.max_mhz(), driver=clock.driver(), torch=str(torch.__version__),
-                      torch_cuda=tool["torch_cuda"], nvcc=tool["nvcc"],
-                      date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                      command=" ".join(["perfmodel"] + [shlex.quote(a) for a in sys.argv[1:]]),
-                      notes="path_cycles.fp32 and path_cycles.sfu are taken from the spec, not probed")
-    values = {k: float(v) for k, v in values.items()}
-    values["path_cycles"] = {k: float(v) for k, v in path_cycles.items()}
-    return {"provenance": provenance, "values": values, "raw": _plain(raw)}
+    return dict(l2=l2_lat, sync=sync)
 
 
 def _mma(torch, ext, sm: int, has_mma: bool, log) -> dict:
