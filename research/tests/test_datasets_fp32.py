@@ -10,29 +10,25 @@ from perfmodel.hw import calibration, gpu
 from util import evaluate
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA, RDATA = ROOT / "examples" / "measurements" / "h100", ROOT / "research" / "data" / "h100"
 H100 = gpu.resolve("h100")
 
 
-def rows(name):
-    return list(csv.DictReader(open(DATA / f"{name}.csv")))
+def rows(path):
+    """The rows of a CSV under the repository root, as dicts."""
+    return list(csv.DictReader(open(ROOT / path)))
 
 
 @pytest.mark.parametrize("name", ["fa1", "fa2"])
 def test_grid_fills_the_gpu(name):
-    rs = rows(name)
+    rs = rows(f"examples/measurements/h100/{name}.csv")
     bh = {int(r["B"]) * int(r["H"]) for r in rs}
     assert min(bh) == 4 and max(bh) == 512
     assert {int(r["d"]) for r in rs} >= {32, 64, 128}
     assert any(int(r["N"]) % int(r["Bc"]) for r in rs)            # N not a multiple of the tiles
     # the grid runs to N = 8192; what the time budget excluded is listed, with the reason, beside the data
-    skipped = list(csv.DictReader(open(RDATA / f"{name}.skipped.csv")))
+    skipped = rows(f"research/data/h100/{name}.skipped.csv")
     assert max(int(r["N"]) for r in rs + skipped) == 8192
     assert all(r["reason"] in ("budget", "no-fit") for r in skipped)
-
-
-def _ncu(name):
-    return list(csv.DictReader(open(RDATA / "ncu" / f"ncu_{name}.csv")))
 
 
 def _f(r, k):
@@ -44,7 +40,7 @@ def test_counts_match_hardware_counters(name):
     """Shared wavefronts, bank conflicts and FFMA within 10% of Nsight Compute's counters on every profiled
     configuration; DRAM read bytes within 10% on at least 90% of them and within 15% on all (one fa1 case with
     a 1 MB read is 11.4% above the model: docs/known-gaps.md)."""
-    rs = _ncu(name)
+    rs = rows(f"research/data/h100/ncu/ncu_{name}.csv")
     assert len(rs) >= 10
     cal = calibration.resolve(H100)
     bad, dram_errors = [], []
