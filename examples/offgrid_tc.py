@@ -1,6 +1,6 @@
 """How the tensor-core model does at shapes no committed grid holds: fa2_tc (five tiles a head dim), PyTorch's SDPA
 flash and cuDNN kernels at N in {640, 1536, 5000, 12000} and (B, H) in {(4, 4), (1, 32), (3, 12), (64, 8)}, fp16, causal
-and not, timed on the H100 and the H200 (`scripts/gpu_run.sh offgrid-tc`, examples/grids/h100-offgrid-*.yaml ->
+and not, timed on the H100 and the H200 (`research/scripts/gpu_run.sh offgrid-tc`, examples/grids/h100-offgrid-*.yaml ->
 examples/measurements/{h100,h200}/*.offgrid.csv). Nothing was fitted to these rows, and the model was chosen before they
 were timed (they have since turned down one variant: research/notes/known-gaps-log.md): every one is held out. For
 fa2_tc also the tile advice (the tile the model ranks fastest among the five against the measured fastest) and its

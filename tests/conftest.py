@@ -1,16 +1,6 @@
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(__file__))
-os.environ.setdefault("NO_COLOR", "1")
+sys.path.insert(0, os.path.dirname(__file__))      # the shared helpers (util, toy_kernel, ...), from every subfolder
 
-import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@pytest.fixture(autouse=True)
-def _in_repo_root(monkeypatch):
-    """Tests name committed files by repository-relative paths (as the README's commands do): run each from the
-    repository root, wherever pytest was started."""
-    monkeypatch.chdir(ROOT)
+from repo import ROOT, _in_repo_root  # noqa: E402,F401  (the autouse fixture: each test runs from the repository root)

@@ -20,7 +20,7 @@ Besides the launch-wide counts, each simulation tallies, while it walks the loop
 
 Each of these is tallied twice: under its own name as the literal reading of the .cu source, and under
 ``spec_<name>`` as the closed form states it (its formulas and comments). The two differ only at the
-departures marked ``DEPARTURE`` below (tests/test_path_enumeration.py lists them and checks both ways).
+departures marked ``DEPARTURE`` below (tests/kernels/test_path_enumeration.py lists them and checks both ways).
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""Shortcuts for tests: one kernel evaluation from plain numbers; the committed Nsight Compute exports and ptxas
-records, read."""
+"""Shortcuts for tests: one kernel evaluation from plain numbers, the SDPA presets' tiles, the committed rows'
+provenance, a script of examples/ loaded, a committed record compared with what its script computes now."""
 
-import csv
 import importlib.util
-import io
-import re
 import sys
-import tarfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -16,6 +12,11 @@ from perfmodel.model import engine
 from perfmodel.shape import AttentionShape
 
 H100 = gpu.resolve("h100")
+# what every committed tensor-core row carries: the GPU it was timed on, its provenance, and the largest relative
+# error of its check against float64 by dtype
+GPU_NAME = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200"}
+PROVENANCE = ["gpu_name", "sm_clock_mhz_before", "sm_clock_mhz_after", "driver", "torch", "nvcc", "date", "command"]
+TOL = {"fp16": 2e-3, "bf16": 1.5e-2}
 
 
 def evaluate(name, B, H, N, d, spec=H100, cal=None, regs=None, dtype="fp32", causal=False, **tiles):
@@ -30,38 +31,11 @@ def counts(name, B, H, N, d, **tiles):
     return evaluate(name, B, H, N, d, **tiles).counts
 
 
-def fa2_tc_ptxas(path):
-    """{(d, Br, Bc, warps): {registers}} of each fa2_tc instance in a ptxas -v record (fp16 and bf16 together)."""
-    out, cur = {}, None
-    for line in Path(path).read_text().splitlines():
-        m = re.search(r"fa2_tc_kernelI\w+?Li(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E", line)
-        if "Compiling entry" in line and m:
-            cur = tuple(map(int, m.groups()))
-        used = re.search(r"Used (\d+) registers", line)
-        if used and cur:
-            out.setdefault(cur, set()).add(int(used.group(1)))
-            cur = None
-    return out
-
-
-def ncu_sass(tarball, tag):
-    """(header, instruction rows) of ``sass_<tag>.csv`` in a committed tarball of Nsight Compute source-page
-    exports (scripts/ncu_sdpa_sass.sh): its first line names the kernel, its second the columns."""
-    with tarfile.open(tarball) as tar:
-        rows = list(csv.reader(io.StringIO(tar.extractfile(f"sass_{tag}.csv").read().decode())))
-    return rows[1], rows[2:]
-
-
-def ncu_details(lines):
-    """The metric rows of an Nsight Compute ``--page details --csv`` export, given as lines (ncu's own messages,
-    which do not start with a quote, are skipped)."""
-    return list(csv.DictReader(line for line in lines if line.startswith('"')))
-
-
 @lru_cache(maxsize=None)
-def script(name, folder="scripts"):
-    """A module of scripts/ (or examples/; not packages), loaded from its file: ``script("flash_layout").layouts(...)``.
-    Its imports of other scripts resolve as when it is run (``python3 scripts/NAME.py`` puts scripts/ on the path)."""
+def script(name, folder="examples"):
+    """A module of examples/ (or another folder of scripts, not packages, named from the repository root), loaded
+    from its file: ``script("tile_advice").advice(...)``. Its imports of the folder's other scripts resolve as when
+    it is run (``python3 FOLDER/NAME.py`` puts FOLDER on the path)."""
     scripts = Path(__file__).resolve().parent.parent / folder
     if str(scripts) not in sys.path:
         sys.path.append(str(scripts))
@@ -90,3 +64,10 @@ def assert_same_record(recorded: dict, now: dict):
     assert recorded.keys() == now.keys()
     for k, v in now.items():
         assert recorded[k] == (pytest.approx(v, rel=1e-5) if isinstance(v, float) else v), k
+
+
+def on_h100(kernel, sh):
+    """(H100 spec, the kernel, the tiles it launches for problem ``sh``)."""
+    spec = gpu.resolve("h100")
+    k = get(kernel)
+    return spec, k, k.resolve(spec, sh, k.default_tiles(sh, spec))

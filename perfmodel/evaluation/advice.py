@@ -1,7 +1,7 @@
 """How far to trust the model's answers, from what it was measured against.
 
 A prediction's error: MEASURED (measured_accuracy.json beside this module, shipped with the package) holds, per
-kernel and GPU, the error of the shipped configuration on the committed datasets, as scripts/record_accuracy.sh
+kernel and GPU, the error of the shipped configuration on the committed datasets, as research/scripts/record_accuracy.sh
 records it in examples/accuracy.json (held-out rows where path costs were fitted on that GPU's rows, every row
 elsewhere); `perfmodel predict` prints it beside each prediction.
 
@@ -11,7 +11,7 @@ predicts its runner-up (the margin `perfmodel sweep --best` prints).
 A pick there is among a problem's measured tiles, mostly three (a sweep may weigh more), so the shares say how far
 the model's order of two tiles holds at a margin. They come from one declared set, the H100's committed fa2_tc grid,
 and are kept with the kernel (Kernel.pick_best_by_margin; examples/tile_advice.py recomputes them;
-tests/test_tile_advice.py holds that they reproduce, and that the H200's grid and the off-grid sets 1-5, which they
+tests/evaluation/test_tile_advice.py holds that they reproduce, and that the H200's grid and the off-grid sets 1-5, which they
 were not taken from, agree within 0.2 in every bin). Where the model calls two tiles within 1% of each other its pick
 was the fastest in under half of those problems: time both."""
 

@@ -86,7 +86,7 @@ def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60
     The least squares take each fitted row's log error. ``ranking_share`` > 0: they also take the difference of
     the log errors of every two fitted rows of one problem (the error in the ratio of two tiles' times, which
     ranks the tiles), weighted so that these terms carry that share of the total weight. ``train``: a mask of the
-    rows to fit instead of the declared training split (analysis only: scripts/fit_ceiling.py fits every row to
+    rows to fit instead of the declared training split (analysis only: research/scripts/fit_ceiling.py fits every row to
     bound what the model's form can reach). ``extra_features``: FIT_PARAMS fitted beside the kernel's own
     (Kernel.fit_features), for a form no shipped fit holds. The kernel's ``fit_after`` are fitted next, alone, on
     the same rows, with the first fit's costs held: a term that only some launches pay, fitted after the costs

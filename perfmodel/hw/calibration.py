@@ -39,9 +39,9 @@ class Calibration:
     dispatch_window: float           # blocks: the block sharing an SM in slot q lies within q*SMs +- q*this of
                                      # the first (block dispatch order, gpus/arch dispatch_window_blocks)
     cold_start_cycles: float         # SM cycles a launch's first global round trip costs after the timing's L2
-                                     # flush beyond a warm one (gpus/arch cold_start_cycles: scripts/probe_cold.py)
+                                     # flush beyond a warm one (gpus/arch cold_start_cycles: research/scripts/probe_cold.py)
     queued_op_s: float               # what a second GPU operation queued in one timed call adds (a library's memset
-                                     # before its kernel; gpus/arch queued_op_us: scripts/probe_cold.py)
+                                     # before its kernel; gpus/arch queued_op_us: research/scripts/probe_cold.py)
     path_cycles: dict                # feature -> cycles per step on a warp's path (PATH_FEATURES)
     # kernel -> {"costs": {feature: cycles}, "training": {...}}: costs fitted to kernel timings on a declared
     # training split, for loop forms no microbenchmark covers; they replace path_cycles for that kernel only
@@ -50,10 +50,10 @@ class Calibration:
     # fetch_once_ipc: the instruction-cache probe's layout runs); {} where unmeasured: no fetch term
     fetch_once_ipc: dict = field(default_factory=dict)
     basis_note: str = ""             # for a GPU without a probe file: where its architecture's constants come from
-    # the power model's energies and limit (perfmodel.model.power.FIELDS: scripts/fit_power.py from the power
+    # the power model's energies and limit (perfmodel.model.power.FIELDS: research/scripts/fit_power.py from the power
     # probe); {} where unmeasured: every launch runs at the clock the model times it at
     power: dict = field(default_factory=dict)
-    # the bytes of a buffer every block re-reads at which half its re-reads miss L2 (scripts/probe_l2_share.py
+    # the bytes of a buffer every block re-reads at which half its re-reads miss L2 (research/scripts/probe_l2_share.py
     # counts it, `perfmodel probe` times it): the unit of the DRAM rule's cross-wave ramp (model/memory.py); 0 where
     # unmeasured: the H100's share of L2
     l2_shared_bytes: float = 0.0
@@ -272,7 +272,7 @@ JOIN_PARAMS = ("overlap", "overlap_rows", "own_path", "age_tail")
 CYCLE_BASE = {"miss_latency": "load_miss"}
 # where a fit starts a FIT_PARAM that has no value yet (0 would be a fixed point of the fit's log-space steps);
 # miss_latency: the crowd probe's copy-and-wait of a 16 KB tile from DRAM, one block an SM, on the H100: 1,387-1,476
-# cycles (examples/measurements/h100/probe/crowd.json)
+# cycles (research/data/h100/probe/crowd.json)
 FIT_START = {"overlap_rows": 0.3, "miss_latency": 1400.0, "age_tail": 0.05}
 
 

@@ -157,7 +157,7 @@ class GPUSpec:
     def tensor_clock_hz(self) -> float:
         """The SM clock of a kernel whose warps issue tensor-core MMAs: the datasheet's tensor clock (the one its
         tensor peaks are quoted at) where the spec gives one, else the boost clock. The power probe reads it on
-        the H100 and H200 (clock64 over event time, examples/measurements/*/probe/power.json): 1,799-1,848 MHz
+        the H100 and H200 (clock64 over event time, research/data/*/probe/power.json): 1,799-1,848 MHz
         under mma.sync loads of 350-620 W with no clock limiter active, while nvidia-smi reads 1980 MHz."""
         return (self.clock_tensor_mhz or self.clock_boost_mhz) * 1e6
 

@@ -35,11 +35,11 @@ FP32_PER_EXP = 3              # __expf: FMUL by log2 e, then MUFU.EX2 between tw
 # Per architecture: registers per thread (tiles and d are run-time arguments, so one build serves every
 # configuration; ptxas -v and cudaFuncGetAttributes agree) and the instructions beyond the counted arithmetic
 # and memory ones (address arithmetic, loop control, predicates) per step of each loop, read off the SASS
-# (examples/measurements/h100/sass/fa1.sass; the 16-way unrolled bodies at 0x2ac0 (Q K^T: 27 per 16 steps),
+# (research/data/h100/sass/fa1.sass; the 16-way unrolled bodies at 0x2ac0 (Q K^T: 27 per 16 steps),
 # 0x4b40 (P V: 30 per 16), 0x1840 (Q row load: 31 per 16), 0x0910 (K/V row load: 10 per 16 elements of K and
 # V), 0x3720 (exp loop: 10 per 4 steps)), plus an estimate for the set-up of each outer iteration and tile.
 ARCH = {
-    "sm_90": ArchFacts(regs=32, source="ptxas -v, nvcc 13.0, sm_90; examples/measurements/h100/sass/fa1.sass",
+    "sm_90": ArchFacts(regs=32, source="ptxas -v, nvcc 13.0, sm_90; research/data/h100/sass/fa1.sass",
                        overheads={
                            "qk_step": 27 / 16, "pv_step": 30 / 16, "qload_step": 31 / 16, "kvload_step": 10 / 16,
                            "exp_step": 10 / 4,
@@ -47,7 +47,7 @@ ARCH = {
                            "outer_iter": 48,
                            "tile": 24,        # estimate: per (i, j) step: row index, m/l addresses, branches
                        }),
-    # The same source built for sm_80 and sm_86 (nvcc 13.0 -O3, examples/measurements/sass_sm80_sm86/; loops at
+    # The same source built for sm_80 and sm_86 (nvcc 13.0 -O3, research/data/sass_sm80_sm86/; loops at
     # sm_80 0x25a0, 0x41f0, 0x1630, 0x0870, 0x2f30 and sm_86 0x2520, 0x4130, 0x15c0, 0x07c0, 0x2e80, in the order
     # above): the same arithmetic and memory instructions, fewer others. The outer-iteration and tile set-up are
     # sm_90's estimates.
@@ -63,7 +63,7 @@ ARCH = {
                        }),
 }
 # sm_89 (Ada): its build is the sm_86 listing, instruction for instruction and at the same addresses
-# (examples/measurements/sass_sm89/fa1_sm89.sass; nvcc 13.0 -O3)
+# (research/data/sass_sm89/fa1_sm89.sass; nvcc 13.0 -O3)
 ARCH["sm_89"] = dataclasses.replace(ARCH["sm_86"], source="ptxas -v and cuobjdump -sass, nvcc 13.0, sm_89: the sm_86 "
                                                           "build's SASS (no sm_89 GPU measured)")
 

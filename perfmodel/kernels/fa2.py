@@ -33,11 +33,11 @@ from perfmodel.kernels.common import work_counts, F32, WARP, arr, cdiv, over_war
 FP32_PER_EXP = 3          # __expf: FMUL by log2 e, then MUFU.EX2 between two predicated FMULs (SASS)
 # Per architecture: registers per thread (one build serves every tile: run-time arguments) and the
 # instructions beyond the counted arithmetic and memory ones, per step of each loop, read off the SASS
-# (examples/measurements/h100/sass/fa2.sass): P1 0x21a0 (60 per 16 row-chunks), P2 0x37e0 (23 per 16 steps),
+# (research/data/h100/sass/fa2.sass): P1 0x21a0 (60 per 16 row-chunks), P2 0x37e0 (23 per 16 steps),
 # P3/P5 0x4b70/0x5f20 (12 per 16 steps), P4 0x4700 (16 per 4 chunks), P6 0x6c50 (28 per 16 steps), prologue
 # 0x0860 (40 per 16), epilogue 0x7e40 (8 per 16); plus estimates for outer-loop and per-tile set-up.
 ARCH = {
-    "sm_90": ArchFacts(regs=48, source="ptxas -v, nvcc 13.0, sm_90; examples/measurements/h100/sass/fa2.sass",
+    "sm_90": ArchFacts(regs=48, source="ptxas -v, nvcc 13.0, sm_90; research/data/h100/sass/fa2.sass",
                        overheads={
                            "p1_chunk": 60 / 16, "p2_step": 23 / 16, "row_step": 12 / 16, "p4_chunk": 16 / 4,
                            "p6_step": 28 / 16, "prologue": 40 / 16, "epilogue": 8 / 16,
@@ -45,7 +45,7 @@ ARCH = {
                            "outer_iter": 48,
                            "tile": 40,        # estimate: per K/V tile: bounds, five barriers, loop control
                        }),
-    # The same source built for sm_80 and sm_86 (nvcc 13.0 -O3, examples/measurements/sass_sm80_sm86/; loops at
+    # The same source built for sm_80 and sm_86 (nvcc 13.0 -O3, research/data/sass_sm80_sm86/; loops at
     # sm_80 0x2120, 0x3570, 0x46a0/0x58c0, 0x4210, 0x64f0, 0x07b0, 0x7610 and sm_86 0x2090, 0x34e0, 0x4670/0x58e0,
     # 0x41e0, 0x6510, 0x07b0, 0x7690, in the order above): the same arithmetic and memory instructions, fewer
     # others. The outer-iteration and tile set-up are sm_90's estimates.
@@ -61,7 +61,7 @@ ARCH = {
                        }),
 }
 # sm_89 (Ada): its build is the sm_86 listing, instruction for instruction and at the same addresses
-# (examples/measurements/sass_sm89/fa2_sm89.sass; nvcc 13.0 -O3)
+# (research/data/sass_sm89/fa2_sm89.sass; nvcc 13.0 -O3)
 ARCH["sm_89"] = dataclasses.replace(ARCH["sm_86"], source="ptxas -v and cuobjdump -sass, nvcc 13.0, sm_89: the sm_86 "
                                                           "build's SASS (no sm_89 GPU measured)")
 

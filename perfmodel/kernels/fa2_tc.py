@@ -28,7 +28,7 @@ from perfmodel.kernels.base import ArchFacts, Kernel, Tiles, register
 from perfmodel.kernels.common import arr, cdiv
 from perfmodel.model.counts import Counts
 
-# (d, Br, Bc, warps) compiled in csrc/fa2_tc.cu (kFa2TcInstances); tests/test_fa2_tc_model.py checks the two agree
+# (d, Br, Bc, warps) compiled in csrc/fa2_tc.cu (kFa2TcInstances); tests/kernels/test_fa2_tc_model.py checks the two agree
 INSTANCES = (
     (32, 128, 128, 4), (32, 128, 64, 4), (32, 64, 64, 4), (32, 128, 64, 8),
     (64, 128, 128, 4), (64, 128, 64, 4), (64, 128, 32, 4), (64, 64, 64, 4), (64, 64, 128, 4), (64, 128, 64, 8),
@@ -38,8 +38,8 @@ INSTANCES = (
     (256, 64, 64, 4), (256, 64, 32, 4), (256, 128, 64, 8),
 )
 # Registers per thread of each instance, (d, Br, Bc, warps) -> regs, read off ptxas -v for sm_90
-# (examples/measurements/h100/fa2_tc_ptxas.txt; fp16 and bf16 alike). They set the blocks per SM of a prediction;
-# a measured row brings its own (cudaFuncGetAttributes). tests/test_fa2_tc_model.py checks both against this table.
+# (research/data/h100/fa2_tc_ptxas.txt; fp16 and bf16 alike). They set the blocks per SM of a prediction;
+# a measured row brings its own (cudaFuncGetAttributes). tests/kernels/test_fa2_tc_model.py checks both against this table.
 REGS = {
     (32, 64, 64, 4): 96, (32, 128, 64, 4): 167, (32, 128, 64, 8): 97, (32, 128, 128, 4): 251,
     (64, 64, 64, 4): 128, (64, 64, 128, 4): 179, (64, 128, 32, 4): 166, (64, 128, 64, 4): 222,
@@ -49,7 +49,7 @@ REGS = {
     (256, 64, 32, 4): 246, (256, 64, 64, 4): 252, (256, 128, 64, 8): 238,
 }
 # Spilled registers in the KV loop, (d, Br, Bc, warps) -> (LDL, STL) per warp per KV tile, read off the sm_90
-# listing (examples/measurements/h100/sass/fa2_tc.sass, scripts/sass_loops.py; a test): only the instance that
+# listing (research/data/h100/sass/fa2_tc.sass, research/scripts/sass_loops.py; a test): only the instance that
 # holds 255 registers spills (ptxas: 44 bytes of spill stores, 32 of loads). Each reload waits before its value's
 # use: on the block's path (``local``).
 SPILLS = {(128, 128, 64, 4): (4, 3)}
@@ -58,7 +58,7 @@ SPILLS = {(128, 128, 64, 4): (4, 3)}
 DEFAULTS = {32: (128, 128, 4), 64: (128, 128, 4), 128: (128, 64, 4), 256: (64, 64, 4)}
 
 # The same source built for sm_80, sm_86 and sm_89 (nvcc 13.0, torch's extension flags;
-# examples/measurements/sass_sm89/): ptxas gives every instance the same registers on the three (a test), fewer
+# research/data/sass_sm89/): ptxas gives every instance the same registers on the three (a test), fewer
 # or more than sm_90's, and the sm_89 listing spills in the loops of two instances (read as SPILLS is; the sm_86
 # listing is the same instructions). No GPU of these architectures is measured here.
 REGS_SM8X = {
@@ -72,9 +72,9 @@ REGS_SM8X = {
 SPILLS_SM8X = {(64, 64, 128, 4): (3, 3), (128, 128, 64, 4): (2, 2)}
 
 # Warp instructions of each instance, (d, Br, Bc, warps) -> (tile, causal, ragged, last, once), read off its listing
-# by scripts/sass_code.py (a test): a KV tile's path; what a tile adds where a warp masks it, causal or ragged; the
+# by research/scripts/sass_code.py (a test): a KV tile's path; what a tile adds where a warp masks it, causal or ragged; the
 # next K's copies, which the last tile skips; the code a warp runs once (prologue and epilogue). sm_90: the H100's
-# build (examples/measurements/h100/sass/fa2_tc.sass); enumerated warp by warp, they give Nsight Compute's executed
+# build (research/data/h100/sass/fa2_tc.sass); enumerated warp by warp, they give Nsight Compute's executed
 # instructions within 0.06% in every profiled configuration. fp16's listing; bf16's instances are taken to match
 # (the same registers, the same instructions but for the conversions' type).
 CODE = {
@@ -91,7 +91,7 @@ CODE = {
     (256, 64, 32, 4): (550, 43, 30, 34, 737), (256, 64, 64, 4): (874, 75, 54, 60, 770),
     (256, 128, 64, 8): (818, 75, 54, 40, 703),
 }
-# The same read off the sm_89 build (examples/measurements/sass_sm89/fa2_tc_sm89.sass); the sm_86 listing gives the
+# The same read off the sm_89 build (research/data/sass_sm89/fa2_tc_sm89.sass); the sm_86 listing gives the
 # same counts and the sm_80 one the same but for one instruction run once, more or fewer, in four instances (a test)
 CODE_SM8X = {
     (32, 64, 64, 4): (303, 66, 49, 11, 213), (32, 128, 64, 4): (523, 130, 81, 11, 329),
@@ -186,7 +186,7 @@ def masked_warp_tiles(N, Br, Bc, W, causal: bool):
     """The KV tiles a head's warps mask, summed over its warps: fa2_tc.cu masks a tile that reaches past N or (causal)
     past the warp's first query row. Causal: block q's warp w (first row r = q Br + w Br/W) walks ceil(min(N, q Br +
     Br) / Bc) tiles, those from floor((r + 1) / Bc) on masked; the last block's warps, whose rows may lie past N,
-    mask at least the ragged tile. Closed form over the blocks (floor_sum); scripts/sass_code.py enumerates it."""
+    mask at least the ragged tile. Closed form over the blocks (floor_sum); research/scripts/sass_code.py enumerates it."""
     N, Br, Bc, W = (arr(x) for x in (N, Br, Bc, W))
     Tr = cdiv(N, Br)
     ragged = (N % Bc > 0).astype(np.int64)
@@ -336,7 +336,7 @@ class FA2TC(Kernel):
     # measurements agree: one block per SM spends ~2.5x its pipe time per KV tile (examples/measurements/h100,
     # B*H*N/Br <= 132 rows), and two warps per scheduler gain only 1.2-1.6x over one.
     path_pipes = ("tensor", "sfu", "fp32", "smem")
-    # The pipes among themselves, as the pipe-mix probe measured FA2's loop mixes (examples/measurements/h100/probe/
+    # The pipes among themselves, as the pipe-mix probe measured FA2's loop mixes (research/data/h100/probe/
     # pipes.json): mma.sync and FFMA add, shared memory and MUFU overlap them, p = 5 reproduces the mixes to 1%.
     serial = (("tensor", "fp32"),)
     pipe_p = 5.0
@@ -347,15 +347,15 @@ class FA2TC(Kernel):
     # The phases the tile loads overlap, as the source orders them: V's load during QK^T and the softmax, the next
     # K's during PV. The compiled loop does not keep that order: every instance of the measured build (sm_90 and
     # sm_89 listings) waits for V after QK^T and before the softmax and issues the next K after it, so the softmax
-    # overlaps neither load (scripts/sass_phases.py; tests/test_sass_phases.py). Priced so and refitted on the
+    # overlaps neither load (research/scripts/sass_phases.py; research/tests/test_sass_phases.py). Priced so and refitted on the
     # training split it picked tiles better but crossed recorded bounds on data no fit had seen (docs/known-gaps.md;
-    # scripts/try_fa2_tc_form.py compiled-order sets this False): not shipped
+    # research/scripts/try_fa2_tc_form.py compiled-order sets this False): not shipped
     softmax_overlaps_load = True
     # Each instance's instructions as its compiled code has them (the facts' instance_code: CODE on sm_90), not the
     # overhead estimates: enumerated, within 0.06% of Nsight Compute's executed instructions in every profiled
     # launch, where the estimates run 4-14% low (no per-block code). Priced in the issue row and refitted on the
     # training split they ranked tiles worse on the held-out rows, by the rule stated for the sealed sixth set
-    # (docs/known-gaps.md; scripts/try_fa2_tc_form.py read-code sets this True): not shipped
+    # (docs/known-gaps.md; research/scripts/try_fa2_tc_form.py read-code sets this True): not shipped
     instructions_read = False
     # how often the pick was the measured fastest, by its runner-up's margin (below 1%, 1-2%, 2-5%, 5-10%, beyond):
     # the H100 grid's 684 problems of three or more measured tiles (examples/tile_advice.py; evaluation/advice.py)
@@ -430,7 +430,7 @@ class FA2TC(Kernel):
 
 class PaddedFA2TC(FA2TC):
     """fa2_tc asking for ``extra`` bytes of dynamic shared memory it does not use, as the co-residence probe's and the
-    traces' launches do to hold fewer blocks a SM (scripts/probe_coresident.py, trace_fa2_tc.py). Not registered."""
+    traces' launches do to hold fewer blocks a SM (research/scripts/probe_coresident.py, trace_fa2_tc.py). Not registered."""
 
     def __init__(self, extra):
         self.extra = extra

@@ -8,8 +8,8 @@
   ``num_splits_heuristic``'s split count. The loop nest is FlashAttention-2's: the same structure as fa2_tc, with
   Q re-read from shared memory at every k-step (``Is_Q_in_regs = false``).
 * ``sdpa-cudnn``: the cuDNN backend, closed source and generated at run time. What its launch and its SASS show
-  (cuDNN 9.19 on the H100: examples/measurements/h100/sdpa_kernels.json, the profiler's record of every launch,
-  and sdpa_sass/, Nsight Compute's per-instruction counts, scripts/ncu_sdpa_sass.sh) is taken as the preset: one
+  (cuDNN 9.19 on the H100: research/data/h100/sdpa_kernels.json, the profiler's record of every launch,
+  and sdpa_sass/, Nsight Compute's per-instruction counts, research/scripts/ncu_sdpa_sass.sh) is taken as the preset: one
   kernel, ``..._sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x{d}...``, 384 threads (a producer warpgroup that
   copies K/V tiles by TMA, UTMALDG, and two consumer warpgroups of 64 query rows each), 128 x 128 tiles at d = 64
   and 128, causal or not, 168 registers, 134144 / 232448 bytes of shared memory (one block per SM), a persistent
@@ -193,7 +193,7 @@ class SDPAFlash(_SDPA):
     # causal launch order: flash_fwd_kernel.h takes m_block = blockIdx.x, so each head's longest Q tile runs last
     heavy_first = False
     # per score, read off Nsight Compute's executed-instruction counts of flash_fwd_kernel (d = 64, fp16;
-    # examples/measurements/h100/sdpa_sass, scripts/ncu_sdpa_sass.sh): FMNMX, FSETP and two FMULs around MUFU.EX2
+    # research/data/h100/sdpa_sass, research/scripts/ncu_sdpa_sass.sh): FMNMX, FSETP and two FMULs around MUFU.EX2
     # (exp2f's range check and scaling), the scale FMUL, two FADDs: 7 (136 FMNMX, 136 FSETP, 464 FMUL with 64 of
     # them O's rescale, 256 FADD per warp per 128 x 128 tile of 128 scores a thread)
     elem_fp32 = 7
@@ -203,10 +203,10 @@ class SDPAFlash(_SDPA):
     # the rounded head dim is a multiple of 128, 8 of 64, else 16. Each block reads its rows' log-sum-exps from
     # every split (a global round trip), reduces them through shared memory (two barriers), then reads and scales
     # each split's partial O (a round trip per split: the loop over splits is not unrolled) and writes O.
-    # The launch record gives 54 registers (examples/measurements/h100/sdpa_calls.json). Its instructions per warp,
+    # The launch record gives 54 registers (research/data/h100/sdpa_calls.json). Its instructions per warp,
     # by what a dependent one waits for (COMBINE_CLASSES: at 2 splits, and what each further split adds), are
-    # Nsight Compute's executed counts per SASS instruction sorted by opcode (scripts/flash_layout.py on
-    # examples/measurements/h100/combine_warm/: B1 H16 N512 d128 and B1 H8 N512 d64 at 2 splits, 608 a warp;
+    # Nsight Compute's executed counts per SASS instruction sorted by opcode (research/scripts/flash_layout.py on
+    # research/data/h100/combine_warm/: B1 H16 N512 d128 and B1 H8 N512 d64 at 2 splits, 608 a warp;
     # B1 H8 N512 d128 at 4 splits, 619): fixed-latency integer and FP32 work (the index arithmetic: 14 integer
     # divisions a warp), MUFU and conversions (each division's I2F, MUFU.RCP, F2I; the exponentials and logs),
     # shared loads, stores and shuffles, constant loads (LDC: the kernel's parameters), global loads, barriers.
@@ -257,7 +257,7 @@ class SDPAFlash(_SDPA):
     # once: prologue, the masking steps every block runs, epilogue; code only some warps pass through once: the
     # last masking step, which a block with fewer key tiles than masking steps skips; the main loop's body). Read
     # off Nsight Compute's executed-instruction counts per SASS instruction (examples/measurements/h100/
-    # flash_sass/ and flash_sass_bf16/, `scripts/flash_layout.py`): 16 bytes an instruction, by how many warps executed it (all of them
+    # flash_sass/ and flash_sass_bf16/, `research/scripts/flash_layout.py`): 16 bytes an instruction, by how many warps executed it (all of them
     # once, some once, more than one pass). The ragged instantiation unrolls one more masking step, with both masks,
     # and so has twice the once-run code of the even one.
     CODE_KIB = {(64, True): (39.45, 0.75, 25.95), (64, False): (46.58, 37.14, 25.88),
@@ -265,7 +265,7 @@ class SDPAFlash(_SDPA):
 
     # The split-KV kernel's prologue and epilogue (the split's key range, its fp32 partial O and log-sum-exp
     # written back), per warp per block: what Nsight Compute's executed instructions a warp hold beyond the loop's
-    # counts (examples/measurements/h100/split_sass, combine_warm, combine_sass: B1 H8 N512 d64 and d128 at one key
+    # counts (research/data/h100/split_sass, combine_warm, combine_sass: B1 H8 N512 d64 and d128 at one key
     # tile a block, 466 and 473; B1 H16 N512 d128 at two, 466; the per-tile counts agree with the model's within
     # 1%). Fixed-latency integer work that the block waits on: on its path as dependent instructions. The ragged
     # instantiations (N = 1000) execute 280-640 more (their masking), which the model does not count.
@@ -346,7 +346,7 @@ class SDPACudnn(_SDPA):
     # (68 FMNMX, 130 FADD, 99 / 132 FMUL with 32 / 64 of them O's rescale, per warp per tile of 64 scores a thread)
     elem_fp32 = 4
     # the launch's 168 registers and shared memory (per head dimension, at its 128 x 128 tiles): one block per SM
-    arch = {"sm_90": ArchFacts(regs=168, source="the launch (examples/measurements/h100/sdpa_kernels.json)",
+    arch = {"sm_90": ArchFacts(regs=168, source="the launch (research/data/h100/sdpa_kernels.json)",
                                overheads={"tile": 60, "kstep": 2, "mask_elem": 1})}
     LAUNCH_SMEM = {64: 134144, 128: 232448}
 

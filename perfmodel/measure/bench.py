@@ -12,7 +12,7 @@ is the clock just before the timed call; a second spin just after it gives the c
 over the batch are recorded with the timing, and the median over runs of time x mean clock estimates the call's
 SM cycles (DVFS moves the clock between and within runs, and a shared machine's clocks cannot be locked). The
 readings are not yet trusted row by row: on the H100 a quarter of a grid's rows read above the GPU's maximum
-clock, by up to 5%; the in-kernel timer of scripts/probe_clock.py reads the same, so the cycle counter, not this
+clock, by up to 5%; the in-kernel timer of research/scripts/probe_clock.py reads the same, so the cycle counter, not this
 method, runs ahead of the GPU's timer after heavy launches (docs/measurements.md, the timing method).
 
 A batch of runs whose spread is wide (p80/p20 above SPREAD_LIMIT) was disturbed (on shared machines: another

@@ -16,14 +16,22 @@ from pathlib import Path
 
 from perfmodel.errors import InputError
 
-SOURCES = ["binding.cpp", "fa1.cu", "fa2.cu", "fa2_tc.cu", "fa2_tc_bwd.cu", "probe.cu"]
-HEADERS = ["probe_mma.cuh", "sm_timer.cuh"]     # included by the sources: part of the build's hash
+SOURCES = ["binding.cpp", "fa1.cu", "fa2.cu", "fa2_tc.cu", "fa2_tc_bwd.cu"]     # the kernels' module, in csrc_dir()
+HEADERS = ["sm_timer.cuh"]     # included by the sources: part of the build's hash
+PROBE_SOURCES = ["binding.cpp", "probe.cu"]     # `perfmodel probe`'s microbenchmarks, in probe_csrc_dir()
+PROBE_HEADERS = ["probe_mma.cuh"]               # and the kernels' sm_timer.cuh (csrc_dir() is on its include path)
 CUDA_FLAGS = ["-O3", "-lineinfo"]
 STALE_LOCK_S = 600   # a build of these sources takes well under this
 
 
 def csrc_dir() -> Path:
+    """The kernels' CUDA sources."""
     return Path(str(resources.files("perfmodel.kernels"))) / "csrc"
+
+
+def probe_csrc_dir() -> Path:
+    """The CUDA sources of `perfmodel probe`'s microbenchmarks."""
+    return Path(str(resources.files("perfmodel.measure"))) / "probe_csrc"
 
 
 def require_torch():
@@ -69,14 +77,14 @@ def _clear_stale_lock(build_dir: Path) -> None:
         lock.unlink(missing_ok=True)
 
 
-_MODULE = None
+_MODULES: dict = {}
 
 
-def load(verbose: bool = False):
-    """Build (or reuse) and import the kernels' extension module."""
-    global _MODULE
-    if _MODULE is not None:
-        return _MODULE
+def _load_module(prefix: str, sources: list, headers: list, include_dirs: list, what: str, verbose: bool):
+    """Build (or reuse) and import one extension module of ``sources`` (``headers``: files they include, part of
+    the build's hash), for this GPU's architecture, named ``prefix``_<hash>."""
+    if prefix in _MODULES:
+        return _MODULES[prefix]
     torch = require_torch()
     check_toolchain(torch)
     from torch.utils import cpp_extension
@@ -84,41 +92,59 @@ def load(verbose: bool = False):
     major, minor = torch.cuda.get_device_capability()
     arch = f"{major}.{minor}"
     os.environ["TORCH_CUDA_ARCH_LIST"] = arch
-    src = [csrc_dir() / s for s in SOURCES]
     h = hashlib.sha256()
-    for p in src + [csrc_dir() / s for s in HEADERS]:
+    for p in list(sources) + list(headers):
         h.update(p.read_bytes())
     h.update(" ".join(CUDA_FLAGS + [arch, torch.__version__]).encode())
-    name = f"perfmodel_kernels_{h.hexdigest()[:12]}"
+    name = f"{prefix}_{h.hexdigest()[:12]}"
     root = Path(os.environ.get("PERFMODEL_BUILD_DIR", Path.home() / ".cache" / "perfmodel"))
     build_dir = root / name
     build_dir.mkdir(parents=True, exist_ok=True)
     _clear_stale_lock(build_dir)
     try:
-        _MODULE = cpp_extension.load(name=name, sources=[str(p) for p in src], extra_cuda_cflags=CUDA_FLAGS,
-                                     build_directory=str(build_dir), verbose=verbose)
+        module = cpp_extension.load(name=name, sources=[str(p) for p in sources], extra_cuda_cflags=CUDA_FLAGS,
+                                    extra_include_paths=[str(d) for d in include_dirs],
+                                    build_directory=str(build_dir), verbose=verbose)
     except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"building the CUDA kernels failed: {first} (rerun with --verbose for the log)") from None
-    return _MODULE
+        raise InputError(f"building the {what} failed: {first} (rerun with --verbose for the log)") from None
+    _MODULES[prefix] = module
+    return module
 
 
-def load_single(source: str, tag: str, deps=(), arch: str | None = None):
-    """Build (or reuse) one csrc source as its own extension module, for the scripts whose probes and traces stay
-    out of the kernels' module (scripts/probe_wgmma.py, probe_dispatch.py, trace_fa2_tc.py). ``deps``: csrc files
-    it includes (part of the build's hash); ``arch``: a TORCH_CUDA_ARCH_LIST value (e.g. "9.0a"), else this GPU's.
-    Returns (torch, toolchain facts, module)."""
+def load(verbose: bool = False):
+    """Build (or reuse) and import the kernels' extension module."""
+    return _load_module("perfmodel_kernels", [csrc_dir() / s for s in SOURCES], [csrc_dir() / s for s in HEADERS],
+                        [], "CUDA kernels", verbose)
+
+
+def load_probe(verbose: bool = False):
+    """Build (or reuse) and import the extension module of `perfmodel probe`'s microbenchmarks (probe_dot,
+    probe_chase, probe_mma, ...), apart from the kernels'."""
+    probe = probe_csrc_dir()
+    return _load_module("perfmodel_probe", [probe / s for s in PROBE_SOURCES],
+                        [probe / s for s in PROBE_HEADERS] + [csrc_dir() / s for s in HEADERS], [csrc_dir()],
+                        "probe's microbenchmarks", verbose)
+
+
+def load_single(source, tag: str, deps=(), arch: str | None = None):
+    """Build (or reuse) one CUDA source as its own extension module: `perfmodel probe`'s shared-read launch
+    (probe_csrc/probe_share.cu), and the probes and traces kept out of the other modules. ``source`` and ``deps``
+    (files it includes, part of the build's hash) are paths; the folders that hold them are on the include path.
+    ``arch``: a TORCH_CUDA_ARCH_LIST value (e.g. "9.0a"), else this GPU's. Returns (torch, toolchain facts,
+    module)."""
     torch = require_torch()
     tool = check_toolchain(torch)
     from torch.utils import cpp_extension
 
     if arch:
         os.environ["TORCH_CUDA_ARCH_LIST"] = arch
-    paths = [csrc_dir() / source, *(csrc_dir() / d for d in deps)]
+    paths = [Path(source), *(Path(d) for d in deps)]
+    include = [f"-I{d}" for d in dict.fromkeys(p.parent for p in paths)]
     h = hashlib.sha256(b"".join(p.read_bytes() for p in paths) + torch.__version__.encode()).hexdigest()[:12]
     root = Path(os.environ.get("PERFMODEL_BUILD_DIR", Path.home() / ".cache" / "perfmodel")) / f"{tag}_{h}"
     root.mkdir(parents=True, exist_ok=True)
     _clear_stale_lock(root)
     ext = cpp_extension.load(name=f"perfmodel_{tag}_{h}", sources=[str(paths[0])], build_directory=str(root),
-                             extra_cuda_cflags=["-O3", "-std=c++17", f"-I{csrc_dir()}"], verbose=False)
+                             extra_cuda_cflags=["-O3", "-std=c++17", *include], verbose=False)
     return torch, tool, ext

@@ -13,7 +13,7 @@ memory), never from the kernel timings the model is scored on:
   (bytes read + written);
 * l2_effective_bytes: the buffer size at which repeated reads fall halfway from L2 to DRAM bandwidth;
 * l2_shared_bytes: the buffer size at which half the re-reads miss when every block re-reads it (timed:
-  shared_room_timed; scripts/probe_l2_share.py counts the same with Nsight Compute);
+  shared_room_timed; research/scripts/probe_l2_share.py counts the same with Nsight Compute);
 * smem, L2 and DRAM latencies: pointer chases; sync_cycles: back-to-back __syncthreads;
 * launch_overhead_s: CUDA-event time of an empty kernel.
 """
@@ -23,9 +23,7 @@ from __future__ import annotations
 import datetime
 import math
 import shlex
-import subprocess
 import sys
-import threading
 
 import numpy as np
 
@@ -73,16 +71,57 @@ def _chase(torch, ext, n_nodes, spacing_words, shared, steps=4096):
 
 
 def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
+    """Run every microbenchmark on the GPU at hand: {"provenance", "values" (the calibration), "raw" (what was
+    measured)}."""
     from perfmodel.measure import build, runner
 
     torch = build.require_torch()
     tool = build.check_toolchain(torch)
-    ext = build.load(verbose=verbose)
+    ext = build.load_probe(verbose=verbose)
     props = torch.cuda.get_device_properties(0)
     sm = props.multi_processor_count
     clock = runner.Clock()
     raw: dict = {}
+    dot = _dot_steps(torch, ext, sm, spec, raw, log)                              # 1 and 2
+    sink = torch.zeros(1, device="cuda")
+    lanes = _lanes(torch, ext, sm, spec, clock, sink, raw, log)                 # 3
+    memory = _bandwidths(torch, ext, sm, props, sink, raw, log)                 # 4, 4b and 4c
+    latency = _latencies(torch, ext, sm, raw, log)                              # 5
+    # 5b. tensor cores: mma.sync m16n8k16 (fp32 accumulate), dependent latency and the SM's sustained rate
+    mma = _mma(torch, ext, sm, props.major >= 8, log)
+    raw.update(mma)
 
+    # 6. launch overhead as `measure` sees it: an empty kernel timed like the kernels (flush, events)
+    from perfmodel.measure.bench import Bencher
+    launch = Bencher(torch, flush=True).run(ext.probe_empty, min_runs=50, max_runs=200).median_ms * 1e-3
+    log(f"empty kernel, timed as measure times kernels: {launch * 1e6:.2f} µs")
+
+    values = dict(dram_bw_bps=memory["dram_bw"], l2_bw_bps=memory["l2_bw"], l2_effective_bytes=memory["l2_eff"],
+                  smem_wavefronts_per_clk=dot["smem_wf_per_clk"], fp32_lanes_per_clk=lanes["fp32_lanes"],
+                  sfu_lanes_per_clk=lanes["sfu_lanes"], launch_overhead_s=launch, overlap_p=dot["overlap_p"])
+    if memory["l2_shared_bytes"]:        # else unmeasured: the calibration keeps its default (0: the L2 size)
+        values["l2_shared_bytes"] = memory["l2_shared_bytes"]
+    if mma:
+        values["mma_cycles"] = mma["mma_cycles_per_sm_fp16"]
+    path_cycles = dict(dot=float(dot["iter_cycles"]), reduction=dot["red_cycles"], exp=dot["exp_cycles"],
+                       conflict=float(dot["conflict_cycles"]), fp32=spec.fp32_latency_cycles,
+                       sfu=spec.sfu_latency_cycles, gmem=latency["l2"], sync=latency["sync"])
+    if mma:
+        path_cycles["mma"] = mma["mma_latency_cycles_fp16"]
+    provenance = dict(gpu_name=torch.cuda.get_device_name(), sm_count=sm, sm_clock_mhz=lanes["mhz"],
+                      sm_clock_max_mhz=clock.max_mhz(), driver=clock.driver(), torch=str(torch.__version__),
+                      torch_cuda=tool["torch_cuda"], nvcc=tool["nvcc"],
+                      date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                      command=" ".join(["perfmodel"] + [shlex.quote(a) for a in sys.argv[1:]]),
+                      notes="path_cycles.fp32 and path_cycles.sfu are taken from the spec, not probed")
+    values = {k: float(v) for k, v in values.items()}
+    values["path_cycles"] = {k: float(v) for k, v in path_cycles.items()}
+    return {"provenance": provenance, "values": values, "raw": _plain(raw)}
+
+
+def _dot_steps(torch, ext, sm: int, spec: GPUSpec, raw: dict, log) -> dict:
+    """The shared-memory dot step: its latency, bank-conflict cost, reduction and exp steps (one warp per SM), the
+    shared wavefronts an SM serves a clock and the latency/throughput p-norm (1 to 32 warps per SM)."""
     # 1. the dot step in the latency regime: one warp per SM, conflict degree k = gcd(s, 32)
     lat = {s: _dot_cycles(torch, ext, sm, 1, s) for s in STRIDES}
     raw["dot_cycles_per_step_1warp"] = lat
@@ -118,9 +157,13 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
     ps = np.linspace(1.0, 12.0, 111)
     overlap_p = float(ps[np.argmin([blend(p) for p in ps])])
     log(f"latency/throughput p-norm: p = {overlap_p:.2f}")
+    return dict(iter_cycles=iter_cycles, conflict_cycles=conflict_cycles, red_cycles=red_cycles,
+                exp_cycles=exp_cycles, smem_wf_per_clk=smem_wf_per_clk, overlap_p=overlap_p)
 
-    # 3. FP32 and ex2 throughput
-    sink = torch.zeros(1, device="cuda")
+
+def _lanes(torch, ext, sm: int, spec: GPUSpec, clock, sink, raw: dict, log) -> dict:
+    """3. FP32 and ex2 throughput: lanes per clock per SM at the SM clock read now (the spec's boost clock where
+    none is read)."""
     blocks, threads, iters = sm * 8, 256, 4096
     t = _events(torch, lambda: ext.probe_fma(sink, blocks, threads, iters))
     mhz = clock.sm_mhz() or spec.clock_boost_mhz
@@ -132,8 +175,11 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
     raw.update(fp32_tflops=2 * fma_per_s / 1e12, exp_per_s=exp_per_s, probe_clock_mhz=mhz)
     log(f"FP32 {2 * fma_per_s / 1e12:.1f} TFLOP/s ({fp32_lanes:.1f} lanes/clk/SM), "
         f"exp {exp_per_s / 1e12:.2f} T/s ({sfu_lanes:.1f} lanes/clk/SM) at {mhz} MHz")
+    return dict(fp32_lanes=fp32_lanes, sfu_lanes=sfu_lanes, mhz=mhz)
 
-    # 4. bandwidths
+
+def _bandwidths(torch, ext, sm: int, props, sink, raw: dict, log) -> dict:
+    """4. L2 and DRAM bandwidth; the effective L2 capacity; the room L2 gives lines every block re-reads."""
     l2_buf = torch.ones(max(props.L2_cache_size // 4 // 4, 1 << 18), device="cuda")   # a quarter of L2
     reps = 50
     t = _events(torch, lambda: ext.probe_read(l2_buf, reps, sink, sm * 4))
@@ -172,8 +218,11 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
     _, _, share_ext = share_module()
     shared = shared_room_timed(torch, share_ext, sm, props.L2_cache_size, log=log)
     raw["shared_read_seconds_by_buffer_bytes"] = dict(zip(shared["sizes_bytes"], shared["seconds"]))
+    return dict(l2_bw=l2_bw, dram_bw=dram_bw, l2_eff=l2_eff, l2_shared_bytes=shared["l2_shared_bytes"])
 
-    # 5. latencies
+
+def _latencies(torch, ext, sm: int, raw: dict, log) -> dict:
+    """5. Shared-memory, L2 and DRAM latencies (pointer chases) and a __syncthreads of 256 threads, in cycles."""
     smem_lat = _chase(torch, ext, 1024, 1, True)
     l2_lat = _chase(torch, ext, 8192, 32, False)                 # 1 MB, one node per 128-B line
     dram_lat = _chase(torch, ext, 1 << 18, 1024, False, 2048)    # 1 GiB, one node per 4 KiB
@@ -184,36 +233,7 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
     raw.update(smem_latency_cycles=smem_lat, l2_latency_cycles=l2_lat, dram_latency_cycles=dram_lat,
                sync_cycles_256threads=sync)
     log(f"latency: shared {smem_lat:.0f}, L2 {l2_lat:.0f}, DRAM {dram_lat:.0f} cycles; sync {sync:.1f} cycles")
-
-    # 5b. tensor cores: mma.sync m16n8k16 (fp32 accumulate), dependent latency and the SM's sustained rate
-    mma = _mma(torch, ext, sm, props.major >= 8, log)
-    raw.update(mma)
-
-    # 6. launch overhead as `measure` sees it: an empty kernel timed like the kernels (flush, events)
-    from perfmodel.measure.bench import Bencher
-    launch = Bencher(torch, flush=True).run(ext.probe_empty, min_runs=50, max_runs=200).median_ms * 1e-3
-    log(f"empty kernel, timed as measure times kernels: {launch * 1e6:.2f} µs")
-
-    values = dict(dram_bw_bps=dram_bw, l2_bw_bps=l2_bw, l2_effective_bytes=l2_eff,
-                  smem_wavefronts_per_clk=smem_wf_per_clk, fp32_lanes_per_clk=fp32_lanes, sfu_lanes_per_clk=sfu_lanes,
-                  launch_overhead_s=launch, overlap_p=overlap_p)
-    if shared["l2_shared_bytes"]:               # else unmeasured: the calibration keeps its default (0: the L2 size)
-        values["l2_shared_bytes"] = shared["l2_shared_bytes"]
-    if mma:
-        values["mma_cycles"] = mma["mma_cycles_per_sm_fp16"]
-    path_cycles = dict(dot=float(iter_cycles), reduction=red_cycles, exp=exp_cycles, conflict=float(conflict_cycles),
-                       fp32=spec.fp32_latency_cycles, sfu=spec.sfu_latency_cycles, gmem=l2_lat, sync=sync)
-    if mma:
-        path_cycles["mma"] = mma["mma_latency_cycles_fp16"]
-    provenance = dict(gpu_name=torch.cuda.get_device_name(), sm_count=sm, sm_clock_mhz=mhz,
-                      sm_clock_max_mhz=clock.max_mhz(), driver=clock.driver(), torch=str(torch.__version__),
-                      torch_cuda=tool["torch_cuda"], nvcc=tool["nvcc"],
-                      date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                      command=" ".join(["perfmodel"] + [shlex.quote(a) for a in sys.argv[1:]]),
-                      notes="path_cycles.fp32 and path_cycles.sfu are taken from the spec, not probed")
-    values = {k: float(v) for k, v in values.items()}
-    values["path_cycles"] = {k: float(v) for k, v in path_cycles.items()}
-    return {"provenance": provenance, "values": values, "raw": _plain(raw)}
+    return dict(l2=l2_lat, sync=sync)
 
 
 def _mma(torch, ext, sm: int, has_mma: bool, log) -> dict:
@@ -265,7 +285,7 @@ def shared_room_from_times(sizes, seconds, ends: int = 3) -> float:
     the two plateaus (the mean y of the ``ends`` smallest and of the ``ends`` largest sizes), and the room is
     half_miss of those shares. From the times Nsight Compute took of the launches it counted (probe/
     l2_share_fine.json) this lands within 0.5% of the room their DRAM bytes give; timed apart, with this probe's
-    flush (shared_room_timed), 2.7% below it on the H100 and 2.0% above on the H200 (tests/test_l2_share_probe.py).
+    flush (shared_room_timed), 2.7% below it on the H100 and 2.0% above on the H200 (research/tests/test_l2_share_probe.py).
     ValueError where the sizes do not reach from one plateau to the other."""
     order = np.argsort(sizes)
     b = np.asarray(sizes, float)[order]
@@ -280,11 +300,12 @@ def shared_room_from_times(sizes, seconds, ends: int = 3) -> float:
 
 
 def share_module():
-    """(torch, toolchain facts, module) of csrc/probe_share.cu, the shared-read launch, built as its own extension
-    (`perfmodel probe`, scripts/probe_l2_share.py)."""
+    """(torch, toolchain facts, module) of probe_csrc/probe_share.cu, the shared-read launch, built as its own
+    extension (`perfmodel probe`, research/scripts/probe_l2_share.py)."""
     from perfmodel.measure import build
 
-    return build.load_single("probe_share.cu", "share", deps=("sm_timer.cuh",))
+    return build.load_single(build.probe_csrc_dir() / "probe_share.cu", "share",
+                             deps=(build.csrc_dir() / "sm_timer.cuh",))
 
 
 def shared_read_sizes(l2_bytes: int) -> list:
@@ -294,7 +315,7 @@ def shared_read_sizes(l2_bytes: int) -> list:
 
 
 def shared_room_timed(torch, ext, sm: int, l2_bytes: int, reps: int = 3, log=print) -> dict:
-    """Time the shared-read launch (csrc/probe_share.cu built as ``ext``, every block reading one buffer) at 41
+    """Time the shared-read launch (probe_csrc/probe_share.cu built as ``ext``, every block reading one buffer) at 41
     sizes from 0.2x to 1.2x the device's L2, each launch after a flush that reads a buffer twice the L2's size
     (leaving it clean, as Nsight Compute's flush does), the median of ``reps``; and the room
     shared_room_from_times finds (0.0, said in the log, where it finds none)."""
@@ -323,217 +344,6 @@ def shared_room_timed(torch, ext, sm: int, l2_bytes: int, reps: int = 3, log=pri
         room = 0.0
         log(f"L2 room for lines every block re-reads: not measured ({exc})")
     return {"sizes_bytes": sizes, "seconds": seconds, "l2_shared_bytes": room}
-
-
-def cold_start_cycles(record: dict) -> float:
-    """SM cycles a launch's first global round trip costs after the timing's L2 flush beyond a warm one, from a
-    scripts/probe_cold.py record: the touch launch of one block per SM, each block reading 2 KiB once, timed with
-    the flush `measure` uses less the same without a flush (median over its packed and page-strided layouts), at
-    the clock the record was taken at."""
-    sm = record["sm_count"]
-    pick = lambda flush: [r["median_us"] for r in record["rows"]
-                          if r["what"] == "touch" and r["grid"] == sm and r["bytes_per_block"] == 2048
-                          and r.get("smem_bytes", 0) == 0 and r.get("calls", 1) == 1 and r["flush"] == flush]
-    cold, warm = pick("zero"), pick("none")
-    if not cold or len(cold) != len(warm):
-        raise ValueError("the record has no touch launch of one block per SM with and without the flush")
-    return float(np.median(np.subtract(cold, warm))) * record["provenance"]["sm_clock_mhz"]      # us x MHz
-
-
-def queued_op_us(record: dict) -> float:
-    """Microseconds a second GPU operation queued behind the first in one timed call adds, from a
-    scripts/probe_cold.py record: two empty launches between the events less one, with the flush `measure` uses
-    (median over the shared-memory sizes asked for)."""
-    t = {(r["calls"], r.get("smem_bytes", 0)): r["median_us"] for r in record["rows"]
-         if r["what"] == "empty" and r["flush"] == "zero"}
-    sizes = sorted(s for c, s in t if c == 1 and (2, s) in t)
-    if not sizes:
-        raise ValueError("the record has no empty launches timed once and twice with the flush")
-    return float(np.median([t[(2, s)] - t[(1, s)] for s in sizes]))
-
-
-def once_supply(layout_runs, blocks_per_sm: int = 2, pattern: str = "causal") -> dict:
-    """The instruction supply of once-run code, from the instruction-cache probe's layout runs
-    (scripts/probe_icache.py): for each loop body size and once-run code size, the warp instructions per scheduler
-    per clock that the once-run part got. A run's time per scheduler is split as T = loop / r_loop + once / r_once,
-    with r_loop the same loop's rate without once-run code (the run with none), so r_once = once / (T - loop /
-    r_loop); at 0 KiB the entry is r_loop itself. {"loop_kib": [...], "once_kib": [...], "ipc": [[per once size]
-    per loop size]} (ipc rounded to 3 digits)."""
-    runs = [r for r in layout_runs if r["blocks_per_sm"] == blocks_per_sm and r["pattern"] == pattern]
-    loops = sorted({r["loop_kib"] for r in runs})
-    onces = sorted({r["once_kib"] for r in runs})
-    table = []
-    for loop in loops:
-        at = {r["once_kib"]: r for r in runs if r["loop_kib"] == loop}
-        r_loop = at[0]["ipc_per_scheduler"]
-        row = []
-        for once in onces:
-            r = at[once]
-            loop_inst = r["mean_passes"] * loop * 1024 / 16
-            once_inst = once * 1024 / 16
-            t = (once_inst + loop_inst) / r["ipc_per_scheduler"]
-            row.append(round(once_inst / (t - loop_inst / r_loop), 3) if once else round(r_loop, 3))
-        table.append(row)
-    return {"loop_kib": loops, "once_kib": onces, "ipc": table}
-
-
-def smem_for_blocks_per_sm(smem_per_sm: int, blocks: int) -> int:
-    """Dynamic shared memory per block (a multiple of 128 B) with which ``blocks`` blocks fit on an SM of
-    ``smem_per_sm`` bytes and ``blocks`` + 1 do not, each block also holding the 1 KiB the runtime reserves: how the
-    probe scripts set how many blocks share an SM."""
-    return (smem_per_sm // blocks - 1024) // 128 * 128 - 1024
-
-
-def block_times(smid, start_ns, end_ns) -> dict:
-    """One launch's per-block record as the probe scripts store it (scripts/probe_dispatch.py, trace_fa2_tc.py):
-    each block's SM and its start and end on the global timer, in ns from the earliest start."""
-    base = min(start_ns)
-    return {"smid": list(smid), "start_ns": [x - base for x in start_ns], "end_ns": [x - base for x in end_ns]}
-
-
-def ncu_launches(ncu_csv, configs_path, name: str):
-    """A probe run under Nsight Compute (``--csv --page raw``), one launch per configuration in order: the CSV's
-    header, its launches' rows, and the configuration record (``configs``: one per launch). A count that does not
-    match exits with a line naming the probe ``name``."""
-    import csv
-    import json
-
-    lines = [line for line in open(ncu_csv) if line.startswith('"')]
-    rows = list(csv.reader(lines))
-    header, data = rows[0], rows[2:]
-    rec = json.load(open(configs_path))
-    if len(data) != len(rec["configs"]):
-        sys.exit(f"{name}: {len(data)} profiled launches for {len(rec['configs'])} configurations")
-    return header, data, rec
-
-
-def ncu_probe_main(launch, join, usage: str) -> None:
-    """The entry point of a probe run in two steps (scripts/probe_l2_reuse.py, probe_l2_share.py): ``launch
-    CONFIGS.json`` under Nsight Compute, then ``join NCU.csv CONFIGS.json OUT.json`` anywhere; else ``usage``."""
-    if len(sys.argv) == 3 and sys.argv[1] == "launch":
-        launch(sys.argv[2])
-    elif len(sys.argv) == 5 and sys.argv[1] == "join":
-        join(*sys.argv[2:])
-    else:
-        sys.exit(usage)
-
-
-def script_setup():
-    """What a probe script (scripts/probe_*.py) starts from: torch, the toolchain record, the built extension, the SM
-    count and a zeroed int64 buffer of one entry per SM on the GPU (each block's clock64 span)."""
-    from perfmodel.measure import build
-
-    torch = build.require_torch()
-    tool = build.check_toolchain(torch)
-    ext = build.load()
-    sm = torch.cuda.get_device_properties(0).multi_processor_count
-    return torch, tool, ext, sm, torch.zeros(sm, dtype=torch.int64, device="cuda")
-
-
-def best_cycles_per_iter(torch, launch, cycles, iters: int, reps: int = 3) -> float:
-    """SM cycles per loop iteration of a probe kernel that writes each block's clock64 span into ``cycles``: the
-    median over blocks, the least of ``reps`` launches (``launch()``), over ``iters``."""
-    best = None
-    for _ in range(reps):
-        launch()
-        torch.cuda.synchronize()
-        c = float(np.median(cycles.cpu().numpy())) / iters
-        best = c if best is None else min(best, c)
-    return best
-
-
-def run_script(main) -> None:
-    """A probe script's entry point (scripts/probe_*.py and the like): one argument, the JSON file to write; what
-    the machine lacks (torch, CUDA, nvcc, the architecture a probe needs) is a one-line error and exit code 2."""
-    from pathlib import Path
-
-    from perfmodel.errors import InputError
-
-    if len(sys.argv) != 2:
-        sys.exit(f"usage: python3 scripts/{Path(sys.argv[0]).name} OUT.json")
-    try:
-        main(sys.argv[1])
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
-
-
-def profiled_gpu_events(torch, fn) -> list:
-    """The trace events (Chrome trace format) of one run of ``fn`` under torch.profiler, GPU activity only,
-    synchronised at its end."""
-    import json
-    import tempfile
-
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    with tempfile.NamedTemporaryFile(suffix=".json") as f:
-        prof.export_chrome_trace(f.name)
-        return json.load(open(f.name)).get("traceEvents", [])
-
-
-def write_record(path, torch, tool: dict, record: dict, indent=None, **provenance) -> None:
-    """Write a probe script's record as JSON with its provenance (script_provenance, plus ``provenance``'s
-    entries) under "provenance"."""
-    import json
-
-    record["provenance"] = {**script_provenance(torch, tool), **provenance}
-    with open(path, "w") as f:
-        json.dump(record, f, indent=indent)
-
-
-def script_provenance(torch, tool: dict, command: str | None = None) -> dict:
-    """Where a probe script's numbers come from (scripts/probe_*.py): the GPU, its clock, driver, torch, nvcc,
-    the date and the command (default: the running script's, as ``python3 scripts/NAME.py ARGS``)."""
-    from pathlib import Path
-
-    from perfmodel.measure import runner
-
-    if command is None:
-        command = " ".join([f"python3 scripts/{Path(sys.argv[0]).name}", *sys.argv[1:]])
-
-    clock = runner.Clock()
-    return dict(gpu_name=torch.cuda.get_device_name(), sm_clock_mhz=clock.sm_mhz(), driver=clock.driver(),
-                torch=str(torch.__version__), nvcc=tool["nvcc"],
-                date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), command=command)
-
-
-class Sampler:
-    """nvidia-smi samples of the SM clock (MHz) and board power (W) every 50 ms while running (the probe scripts:
-    the clock a load runs at, which no clock64 count shows)."""
-
-    def __init__(self):
-        self.rows, self.proc = [], None
-
-    def __enter__(self):
-        try:
-            self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw",
-                                          "--format=csv,noheader,nounits", "-lms", "50"],
-                                         stdout=subprocess.PIPE, text=True)
-        except OSError:
-            return self
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-        return self
-
-    def _read(self):
-        for line in self.proc.stdout:
-            try:
-                self.rows.append([float(x) for x in line.split(",")])
-            except ValueError:
-                pass
-
-    def __exit__(self, *exc):
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait()
-
-    def summary(self, skip=4):
-        r = np.array(self.rows[skip:] or self.rows or [[np.nan, np.nan]])
-        return {"sm_clock_mhz_median": float(np.median(r[:, 0])), "sm_clock_mhz_min": float(np.min(r[:, 0])),
-                "power_w_median": float(np.median(r[:, 1])), "samples": int(len(r))}
 
 
 def _plain(x):

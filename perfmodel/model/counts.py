@@ -127,8 +127,8 @@ class Counts:
     # one GEMM alone (half: fa2_tc's PV, which its next K load overlaps; FlashAttention-2's QK^T, which its V load
     # overlaps); the other load's phase holds the rest of the step (the other GEMM and the softmax).
     # ``softmax_overlaps_load``: 1 as the sources order it, the softmax in one load's phase; 0: in neither, each
-    # load's phase its GEMM alone, as fa2_tc's compiled loop has it (scripts/sass_phases.py; not shipped: docs/
-    # known-gaps.md, scripts/try_fa2_tc_form.py)
+    # load's phase its GEMM alone, as fa2_tc's compiled loop has it (research/scripts/sass_phases.py; not shipped: docs/
+    # known-gaps.md, research/scripts/try_fa2_tc_form.py)
     load_steps: object = 0
     gemm_phase_share: object = 0
     softmax_overlaps_load: object = 1

@@ -4,9 +4,9 @@ bytes still held in L2 when the kernel ends. Pure and vectorised: every argument
 A kernel states its traffic in pieces (perfmodel.model.counts): first touches (``dram_*_once``), re-use traffic
 (``dram_*_reuse``) that reaches DRAM only when the re-used line has left L2, and ``reuse_live_bytes``, the bytes of
 re-used data a head keeps live. This module turns the pieces into DRAM bytes with a rule read off Nsight Compute on
-the H100 (``examples/measurements/h100/ncu/``: the DRAM sweep ``ncu_dram_{fa1,fa2,fa2_tc}.csv``, 40 launches whose
+the H100 (``research/data/h100/ncu/``: the DRAM sweep ``ncu_dram_{fa1,fa2,fa2_tc}.csv``, 40 launches whose
 compulsory bytes Q+K+V+O span 0.25x to 8x of L2, reached with many heads of short N and with few heads of long N,
-and fa1's band ``band/ncu_dram_fa1.csv``, 21 launches between the sweep's head counts; scripts/ncu_run.sh,
+and fa1's band ``band/ncu_dram_fa1.csv``, 21 launches between the sweep's head counts; research/scripts/ncu_run.sh,
 NCU_METRICS=dram):
 
 1. **Re-use distance.** A re-used line hits when less than the L2 holds was touched since its last use. Hits fall
@@ -36,7 +36,7 @@ NCU_METRICS=dram):
      resident block's own tiles. These re-reads have a ramp of their own, far softer than the re-use inside a block
      (``cross_all`` to ``cross_none``: 0.5x to 1.45x L2 on the H100): the blocks of a head that re-read a tile start
      over a spread of times, so their distances spread too. The ramp's unit is the room L2 gives lines every block
-     re-reads (the shared-read probe, scripts/probe_l2_share.py: half of them miss at 26.8 MiB on the H100, 31.1 MiB
+     re-reads (the shared-read probe, research/scripts/probe_l2_share.py: half of them miss at 26.8 MiB on the H100, 31.1 MiB
      on the H200, 0.54x and 0.52x of their L2s, whichever SMs read them; one block's lines at 41.5 and 48.1 MiB):
      on a GPU with a calibrated ``l2_shared_bytes`` the ramp's L2 is that over ``shared_room`` (the H100's share).
      The k-th crossing misses ``wave_fade**(k-1)`` as often as the first (0.95: nearly alike). ncu: fa2_tc d=256
@@ -51,7 +51,7 @@ NCU_METRICS=dram):
    inside L2 writes back 1-3% of its re-writes).
 
 The other constants (``L2Rule``) are fitted on a declared training split, the H100's sweep and band rows in
-0.25x..8x of L2 (``scripts/fit_l2_rule.py``: the smallest mean |log(predicted/measured)|; a mean, because near
+0.25x..8x of L2 (``research/scripts/fit_l2_rule.py``: the smallest mean |log(predicted/measured)|; a mean, because near
 L2's size identical launches differ by up to 2.4x, below). On it: 55 of 61 rows within 10%, mean 4.0%. Held out:
 the older H100 ncu rows in that range (fa2 0.9%, fa2_tc 2.6% at worst; fa1's one row off by 20% repeats a sweep
 configuration, and the two runs differ by 15%), fa2's and fa2_tc's band between the sweep's rows (``band2/``:
@@ -65,8 +65,8 @@ fa1's counters do not reproduce: launched six times each (``repeat/``: B x H = 1
 processes), one configuration moves 97-237 MB (28 heads of N=2048 on the H100), so there the rule is held to the
 spread of the repeats (within 10% of their range: 8 of 9 configurations on the H100, 7 of 9 on the H200) and to mean
 errors. Fitted on the H100, applied to other GPUs in proportion to their L2 (the cross-wave ramp: to their probed
-shared room, where they have one; `perfmodel probe` times it, tests/test_l2_share_probe.py). Only DRAM bytes that
-move during the kernel are counted, which is also what the timing model needs. tests/test_dram_vs_ncu.py holds the
+shared room, where they have one; `perfmodel probe` times it, research/tests/test_l2_share_probe.py). Only DRAM bytes that
+move during the kernel are counted, which is also what the timing model needs. research/tests/test_dram_vs_ncu.py holds the
 rule to the measurements.
 """
 
@@ -94,7 +94,7 @@ class L2Rule:
     cross_all: float = 0.5        # the hit ramp of re-reads across waves (x L2): all hit below, ...
     cross_none: float = 1.45      # ... none beyond
     # the room L2 gives a line that every block re-reads (x L2) on the H100, where the cross-wave ramp was fitted:
-    # its unit (scripts/probe_l2_share.py; a GPU's own room is its calibration's l2_shared_bytes)
+    # its unit (research/scripts/probe_l2_share.py; a GPU's own room is its calibration's l2_shared_bytes)
     shared_room: float = 0.5350235537
 
 

@@ -2,7 +2,7 @@
 average power of the bench's timed runs at the limit. Pure and vectorised.
 
 A launch's dynamic energy is the sum of its operations' and bytes' energies (Calibration.power: the power probe's
-loads, scripts/fit_power.py), each at the probe's reference clock and scaling as (f / ref)^alpha (energy follows
+loads, research/scripts/fit_power.py), each at the probe's reference clock and scaling as (f / ref)^alpha (energy follows
 the voltage squared, the voltage the clock). Beside it the GPU draws ``idle_w`` (fitted with the energies: all SMs
 resident, the GPU warm). The bench runs each launch between two head-start spins and an L2 flush (``gap_s`` at
 ``gap_w``), and the limit holds the average over a run and its gap: a short launch between long gaps is not held

@@ -91,7 +91,7 @@ CHIP_RESOURCES = (
 RESOURCES = tuple(r.name for r in SM_RESOURCES) + ("latency",) + tuple(r.name for r in CHIP_RESOURCES)
 # What the blocks in service still hold when a block dispatched after the first round starts, over a renewal
 # process's mean residual per slot: 0.63-1.06 in the 11 traced causal launches, mean 0.87 (probe/fa2_tc_trace*.json;
-# tests/test_dispatch.py)
+# research/tests/test_dispatch.py)
 LIST_RESIDUAL = 0.87
 
 

@@ -84,9 +84,9 @@
 namespace fa2tc {
 
 #ifdef FA2TC_TRACE
-// Trace builds only (scripts/trace_fa2_tc.py, csrc/fa2_tc_trace.cu): each block writes its SM and its start and end
+// Trace builds only (research/scripts/trace_fa2_tc.py, research/csrc/fa2_tc_trace.cu): each block writes its SM and its start and end
 // on the global timer (ns) to trace[TRACE_WORDS * linear block id + {0, 1, 2}]. The measured kernels are built
-// without it. Phase builds (FA2TC_PHASES, csrc/fa2_tc_phase.cu) add, for warp 0 of each block, the SM cycles
+// without it. Phase builds (FA2TC_PHASES, research/csrc/fa2_tc_phase.cu) add, for warp 0 of each block, the SM cycles
 // (clock64) its KV loop spent in each phase summed over its tiles: {3} waiting for K (the copy's wait and the
 // barrier), {4} QK^T and the softmax (to the row sums' last value), {5} waiting for V, {6} PV (to its last MMA's
 // result), and {7} the warp's cycles from its start to the block's end.
@@ -326,7 +326,7 @@ struct Fa2TcInstance {
 // d=256 64x64/4 (H100). sm_90 (nvcc 13.0): all spill-free except d=128 128x64x4 (255 registers, 24-byte stack
 // frame, 44/32 bytes of spill stores/loads: mostly three row-sum partials, one STL and one LDL each per KV tile);
 // sm_80/sm_86 also spill 44 bytes in d=64 64x128x4. Registers, smem and blocks/SM of each: fa2_tc_attributes /
-// fa2_tc_max_blocks_per_sm, or examples/benchmarks/fa2_tc_vs_sdpa.unclocked.json ("instances").
+// fa2_tc_max_blocks_per_sm, or research/data/benchmarks/fa2_tc_vs_sdpa.unclocked.json ("instances").
 static const Fa2TcInstance kFa2TcInstances[] = {
     FA2TC_INST(32, 128, 128, 4), FA2TC_INST(32, 128, 64, 4),  FA2TC_INST(32, 64, 64, 4),
     FA2TC_INST(32, 128, 64, 8),
@@ -421,7 +421,7 @@ std::vector<std::array<int, 4>> fa2_tc_splitkv_instances() {
 // rows of one problem (Q viewed as (B, Hkv, H/Hkv, d), the same memory; causal is moot with one query), so one
 // block reads each K/V tile once for all of them; the grid is then (ceil(g/Br) * splits, Hkv, B), g = H/Hkv.
 // extra_smem: dynamic shared memory asked for beyond the tiles' and never touched, so that fewer blocks fit an SM
-// (scripts/probe_coresident.py times one tile at one, two or four blocks a SM in the same grid)
+// (research/scripts/probe_coresident.py times one tile at one, two or four blocks a SM in the same grid)
 void fa2_tc_launch_ex2(const void* Q, const void* K, const void* V, void* O, int B, int H, int Hkv, int Nq, int Nk,
                        int d, int Br, int Bc, int warps, int dtype, int causal, float* lse, int splits, float* o_part,
                        float* lse_part, size_t extra_smem, cudaStream_t stream) {

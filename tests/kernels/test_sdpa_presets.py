@@ -1,0 +1,52 @@
+"""The SDPA presets in the model: library rows are predicted with the preset's own tiles, and cuDNN's serial
+group (the presets against the library's own launches, SASS and counters: the research tests)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfmodel.evaluation import dataset, validate
+from perfmodel.hw import calibration, gpu as gpu_mod
+from perfmodel.model import engine
+from perfmodel.shape import AttentionShape
+
+from util import on_h100
+
+ROOT = Path(__file__).resolve().parents[2]
+H100 = ROOT / "examples" / "measurements" / "h100"
+
+
+def test_validate_predicts_library_kernels_with_their_own_tiles():
+    """Rows of a library kernel are predicted with the preset's tiles, whatever their tile columns say (they record
+    the preset of the day they were measured)."""
+    (ms,) = dataset.load([H100 / "sdpa-cudnn.csv"])
+    ms = ms.take(np.arange(12))
+    spec = gpu_mod.match_device_name(ms.gpu_name)
+    cal = calibration.resolve(spec)
+    a, _ = validate.predict_set(ms, spec, cal)
+    for col in ("Br", "Bc"):
+        ms.cols[col] = np.full(len(ms), 64)
+    b, _ = validate.predict_set(ms, spec, cal)
+    assert np.array_equal(a, b)
+
+
+def test_cudnn_step_adds_the_tensor_pipe_half_the_exponentials_and_the_path():
+    """cuDNN's serial group (the SASS's chain): one round of one block per SM takes at least the wgmma time, half
+    the MUFU time and the latency path added; counting all the MUFU time in the chain is slower, and joining the
+    group without the path is faster."""
+    from perfmodel.model import timing
+
+    sh = AttentionShape(B=1, H=16, N=4096, d=128, dtype="fp16", causal=False)
+    spec, k, t = on_h100("sdpa-cudnn", sh)
+    cal = calibration.resolve(spec)
+    p = engine.evaluate(spec, k, sh, t, cal)
+    ts = p.timing.times_s
+    assert float(p.time_s) >= float(ts["wgmma"] + ts["sfu"] / 2 + ts["latency"]) * (1 - 1e-6)
+    args = (p.counts, p.traffic, p.launch.grid_blocks, p.launch.threads, p.blocks_per_sm, spec, cal, k.fit_key)
+
+    def with_serial(serial):
+        return float(timing.predict(*args, serial, k.path_pipes, k.pipe_p).time_s)
+    assert with_serial(k.serial) == pytest.approx(float(p.time_s))
+    assert with_serial((("wgmma", "sfu", "latency"),)) > float(p.time_s)
+    assert with_serial((("wgmma", ("sfu", 0.5)),)) < float(p.time_s)
