@@ -8,7 +8,7 @@ Sources (none is re-measured or re-predicted here; each is written by the comman
 * examples/accuracy.json: `perfmodel validate` on the committed datasets (research/scripts/record_accuracy.sh)
 * examples/benchmarks/offgrid_tc.json: the off-grid sets (examples/offgrid_tc.py)
 * examples/benchmarks/tile_advice_fa2_tc.json: fa2_tc's tile advice (examples/tile_advice.py)
-* examples/benchmarks/repeatability_fa2_tc.json: two timing runs of one grid (examples/repeatability.py)
+* research/data/benchmarks/repeatability_fa2_tc.json: two timing runs of one grid (research/scripts/repeatability.py)
 
 Each table lies between `<!-- accuracy:begin NAME -->` and `<!-- accuracy:end NAME -->` in the files of TARGETS;
 everything outside the markers is left as written. Files are replaced atomically (a temporary file in the same
@@ -31,7 +31,7 @@ SOURCES = {
     "accuracy": "examples/accuracy.json",
     "offgrid": "examples/benchmarks/offgrid_tc.json",
     "advice": "examples/benchmarks/tile_advice_fa2_tc.json",
-    "repeat": "examples/benchmarks/repeatability_fa2_tc.json",
+    "repeat": "research/data/benchmarks/repeatability_fa2_tc.json",
 }
 MARKER = re.compile(r"<!-- accuracy:begin ([\w-]+) -->\n(.*?)<!-- accuracy:end ([\w-]+) -->", re.S)
 GPU = {"h100-sxm": "H100", "h100": "H100", "h200": "H200"}

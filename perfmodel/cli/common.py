@@ -15,7 +15,7 @@ from perfmodel.shape import DEFAULT_SIZES, MODES
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
 err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
 
-TILE_OPTIONS = ("Br", "Bc", "threads", "pad", "warps")
+TILE_OPTIONS = ("Br", "Bc", "threads", "pad", "warps", "splits")
 FIGURE_EXTS = (".png", ".svg", ".pdf")
 
 
@@ -89,6 +89,9 @@ def lengths_given(kw: dict, require: bool) -> None:
 def tile_options(sizes_help: str, br_bc_default=None):
     def deco(f):
         opts = [
+            click.option("--splits", "splits", default=None,
+                         help=f"split-KV blocks per query tile (fa2_tc; default: FlashAttention-2's heuristic)"
+                              f"{sizes_help}"),
             click.option("--warps", "warps", default=None, help=f"warps per block (fa2_tc){sizes_help}"),
             click.option("--pad", "pad", default=None, help=f"words of padding per shared row (fa2; default 1){sizes_help}"),
             click.option("--threads", "threads", default=None,

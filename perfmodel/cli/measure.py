@@ -31,7 +31,10 @@ def _device_spec(torch, gpu_name):
               help="measure again the configurations whose recorded p80/p20 spread marks a disturbed timing "
                    "(the old rows go to NAME.superseded.csv)")
 @click.option("--verbose", is_flag=True, help="show the build log")
-def measure(kernel, grid_path, out_path, gpu_name, budget_ms, no_flush, runs, max_seconds, retime_unstable, verbose):
+@click.option("--target-s", default=0.25, show_default=True, type=click.FloatRange(min=0.0),
+              help="timed seconds a configuration gets at least (beyond --runs)")
+def measure(kernel, grid_path, out_path, gpu_name, budget_ms, no_flush, runs, max_seconds, retime_unstable, verbose,
+            target_s):
     """Build, check (float64 reference, poisoned output) and time a bundled kernel over a grid."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -64,7 +67,7 @@ def measure(kernel, grid_path, out_path, gpu_name, budget_ms, no_flush, runs, ma
 
         try:
             summary = runner.measure(configs, Path(out_path), spec, flush=not no_flush, budget_ms=budget,
-                                     min_runs=runs, progress=progress, verbose=verbose,
+                                     min_runs=runs, progress=progress, verbose=verbose, target_s=target_s,
                                      retime_unstable=retime_unstable)
         except Stop:
             summary = {"stopped": f"after {max_seconds:g} s; rerun to resume"}

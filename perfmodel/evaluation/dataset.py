@@ -41,11 +41,12 @@ def split_key(row: dict) -> str:
     Nq != Nk or of another mode names Hkv, Nq, Nk and mode as well."""
     cell = lambda k: str(row.get(k) if row.get(k) is not None else "").strip()
     nq, nk = cell("Nq") or cell("N"), cell("Nk") or cell("N")
-    plain = (cell("Hkv") in ("", cell("H"))) and nq == nk and (cell("mode") or "fwd") == "fwd"
+    plain = (cell("Hkv") in ("", cell("H"))) and nq == nk and (cell("mode") or "fwd") == "fwd" and (
+        cell("splits") in ("", "1"))
     if plain:
         return ",".join(nq if k == "N" else cell(k) for k in KEY)
     return ",".join([cell("kernel"), cell("B"), cell("H"), cell("Hkv") or cell("H"), nq, nk, cell("d")]
-                    + [cell(k) for k in TILE_COLUMNS] + [cell("mode") or "fwd"])
+                    + [cell(k) for k in TILE_COLUMNS] + [cell("splits") or "1", cell("mode") or "fwd"])
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ class MeasurementSet:
 
     def tile_columns(self, mask=None) -> dict:
         m = slice(None) if mask is None else mask
-        return {k: self.cols[k][m] for k in TILE_COLUMNS}
+        return {k: self.cols[k][m] for k in TILE_COLUMNS + ("splits",)}
 
     def regs(self, mask=None):
         """Registers per thread as measured (None where a row has none)."""
@@ -180,7 +181,7 @@ def load(paths, note=None) -> list[MeasurementSet]:
     out = []
     for (kernel, gpu_name), rows in sorted(groups.items()):
         kernels.get(kernel)                                 # an unknown kernel is an error here
-        cols = {c: np.empty(len(rows), np.int64) for c in AXES + TILE_COLUMNS + ("regs_per_thread",)}
+        cols = {c: np.empty(len(rows), np.int64) for c in AXES + TILE_COLUMNS + ("splits", "regs_per_thread")}
         dtype, causal, mode, ms = [], [], [], np.empty(len(rows))
         for i, r in enumerate(rows):
             where = lambda c: f"{r['_file']}, line {r['_line']}, column {c}"
@@ -192,6 +193,7 @@ def load(paths, note=None) -> list[MeasurementSet]:
                 if not given(src):
                     raise InputError(f"{where(c)}: the row gives neither {c} nor {default}")
                 cols[c][i] = _int(r[src], where(src), lo=1)
+            cols["splits"][i] = _int(r["splits"], where("splits"), lo=1) if given("splits") else 1
             if cols["H"][i] % cols["Hkv"][i]:
                 raise InputError(f"{where('Hkv')}: H={cols['H'][i]} is not a multiple of Hkv={cols['Hkv'][i]}")
             cols["regs_per_thread"][i] = _int(r["regs_per_thread"], where("regs_per_thread"), 0) \

@@ -144,6 +144,11 @@ class Kernel(ABC):
         """The default tiles: the seed's 32 x 32 and the Tiles type's own defaults."""
         return self.Tiles(**{"Br": 32, "Bc": 32})
 
+    def forward_tiles(self, shape: AttentionShape, tiles: Tiles, gpu=None) -> Tiles:
+        """The tiles the forward of a forward-plus-backward call runs, ``tiles`` being the backward's: the forward's
+        default tiles."""
+        return self.default_tiles(shape.with_mode("fwd"), gpu)
+
     def library_tiles(self, shape: AttentionShape, gpu) -> Tiles:
         """An external kernel's own tiles for every problem of a vectorised shape (a library picks its tiles; its
         measured rows are predicted with these). Bundled kernels run the tiles they are given."""

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perfmodel.kernels import backward
 from perfmodel.kernels.base import ArchFacts, Kernel, Tiles, register
 from perfmodel.kernels.common import arr, cdiv
 from perfmodel.model.counts import Counts
@@ -56,6 +57,27 @@ SPILLS = {(128, 128, 64, 4): (4, 3)}
 # The fastest measured instance per head dimension on the H100 at B=4, H=16, N=4096, fp16, non-causal
 # (examples/measurements/h100/fa2_tc.csv): the kernel's default tiles.
 DEFAULTS = {32: (128, 128, 4), 64: (128, 128, 4), 128: (128, 64, 4), 256: (64, 64, 4)}
+
+# The instances compiled for the inference path (fa2_tc_splitkv_instances in csrc/fa2_tc.cu): grouped K/V heads,
+# Nq != Nk, the log-sum-exp output or split-KV run one of these; the square one-split forward runs INSTANCES
+EXT_INSTANCES = ((32, 64, 64, 4), (64, 64, 128, 4), (64, 128, 128, 4), (128, 64, 128, 4), (128, 128, 64, 4),
+                 (256, 64, 64, 4))
+# the inference path's default tiles per head dimension: 64 query rows a block for a few queries (decode), else the
+# square forward's
+EXT_DEFAULTS = {32: (64, 64, 4), 64: (64, 128, 4), 128: (64, 128, 4), 256: (64, 64, 4)}
+
+# The backward's compiled instances (csrc/fa2_tc_bwd.cu, kFa2TcBwdInstances, which lists them as (d, Bc, Br, warps)),
+# here (d, Br, Bc, warps) as the forward's: Br query rows, Bc keys a tile; and each one's registers and dynamic shared
+# memory on sm_90 (ptxas -v, nvcc 13.0; fp16 and bf16 alike; csrc/FA2_TC_BWD_NOTES.md)
+BWD_INSTANCES = {
+    (32, 128, 128, 8): (237, 116736),
+    (64, 128, 128, 8): (255, 165888), (64, 64, 128, 8): (217, 99328), (64, 128, 64, 8): (204, 116736),
+    (64, 64, 64, 4): (227, 66560),
+    (128, 64, 128, 8): (255, 164864), (128, 64, 64, 8): (219, 115712), (128, 128, 64, 8): (255, 198656),
+    (256, 64, 64, 8): (255, 214016),
+}
+# FlashAttention-2's backward tiles on sm_90 (run_mha_bwd_hdim*: Bc x Br, warps), the backward's defaults
+BWD_DEFAULTS = {32: (128, 128, 8), 64: (128, 128, 8), 128: (64, 128, 8), 256: (64, 64, 8)}
 
 # The same source built for sm_80, sm_86 and sm_89 (nvcc 13.0, torch's extension flags;
 # research/data/sass_sm89/): ptxas gives every instance the same registers on the three (a test), fewer
@@ -127,17 +149,23 @@ ARCH = {
 
 @dataclass(frozen=True)
 class FA2TCTiles(Tiles):
-    """Br query rows and Bc keys per tile, ``warps`` warps per block (each owning Br/warps rows)."""
+    """Br query rows and Bc keys per tile, ``warps`` warps per block (each owning Br/warps rows), and the forward's
+    split-KV count (1: no split; its CSV column ``splits``)."""
 
     warps: object = 4
+    splits: object = 1
 
     @property
     def threads(self):
         return 32 * np.asarray(self.warps)
 
+    def columns(self) -> dict:
+        return dict(super().columns(), splits=self.splits)
+
     @classmethod
     def from_columns(cls, cols):
-        return cls(Br=cols["Br"], Bc=cols["Bc"], warps=np.asarray(cols["threads"]) // 32)
+        return cls(Br=cols["Br"], Bc=cols["Bc"], warps=np.asarray(cols["threads"]) // 32,
+                   splits=cols.get("splits", 1))
 
 
 def floor_sum(n, m, a, b):
@@ -159,14 +187,53 @@ def floor_sum(n, m, a, b):
     return ans
 
 
-def kv_tiles(N, Br, Bc, causal: bool):
-    """(KV tiles summed over a head's Q-tile blocks, Q-tile blocks per head)."""
-    Tr, Tc = cdiv(N, Br), cdiv(N, Bc)
+def kv_tiles(Nq, Nk, Br, Bc, causal: bool, splits=1):
+    """(KV tiles summed over a head's blocks, Q-tile blocks per head). Causal is aligned bottom-right: Q tile i
+    (rows i Br ..) sees keys below min(Nk, (i + 1) Br + Nk - Nq), none where that is not positive; the last sees
+    all Nk. ``splits`` > 1: each Q tile's key tiles are cut into that many blocks of ceil(tiles / splits) (the last
+    ones shorter or empty), which the sum counts once."""
+    Nq, Nk, Br, Bc = (arr(x) for x in (Nq, Nk, Br, Bc))
+    Tr, Tc = cdiv(Nq, Br), cdiv(Nk, Bc)
     if not causal:
         return Tr * Tc, Tr
-    # blocks 0..Tr-2 see keys < (i+1)*Br: ceil((i+1)*Br/Bc) tiles; the last block sees all N keys
-    inner = floor_sum(Tr - 1, arr(Bc), arr(Br), arr(Br) + arr(Bc) - 1)
+    off = Nk - Nq
+    # blocks i0 .. Tr-2 see ceil(((i + 1) Br + off) / Bc) key tiles; those below i0 see none
+    i0 = np.clip(cdiv(1 - off, Br) - 1, 0, np.maximum(Tr - 1, 0))
+    inner = floor_sum(Tr - 1 - i0, Bc, Br, Br * (i0 + 1) + off + Bc - 1)
     return inner + Tc, Tr
+
+
+def num_splits(batch_nheads_mblocks, num_sms: int, num_n_blocks, max_splits: int = 128):
+    """flash_api.cpp's num_splits_heuristic, vectorised: 1 when the grid nearly fills the GPU, else the fewest
+    splits whose wave efficiency is within 85% of the best."""
+    bnm = np.asarray(batch_nheads_mblocks, dtype=np.int64)
+    nnb = np.asarray(num_n_blocks, dtype=np.int64)
+    bnm, nnb = np.broadcast_arrays(bnm, nnb)
+    limit = np.minimum(np.minimum(max_splits, num_sms), nnb)
+    effs = []
+    for s in range(1, max_splits + 1):
+        eligible = (s == 1) | (cdiv(nnb, s) != cdiv(nnb, max(s - 1, 1)))
+        waves = bnm * s / num_sms
+        eff = np.where(eligible & (s <= limit), waves / np.ceil(waves), 0.0)
+        effs.append(eff)
+    effs = np.stack(effs)
+    best = effs.max(axis=0)
+    ok = effs >= 0.85 * best
+    first = np.argmax(ok, axis=0) + 1
+    return np.where(bnm >= 0.8 * num_sms, 1, np.where(ok.any(axis=0), first, 1))
+
+
+def fold_groups(shape):
+    """A decode step's problem as FlashAttention-2 (flash_api.cpp, seqlenq_ngroups_swapped) and fa2_tc run it: with
+    one query and grouped heads, the H / Hkv query heads of a K/V head become that many query rows of one head (Hkv
+    heads of Nq = H / Hkv); one query alone sees every key (causal or not). Vectorised; the shape as it is where
+    nothing folds."""
+    swap = (arr(shape.Nq) == 1) & (arr(shape.H) > arr(shape.Hkv)) & (arr(shape.d) % 8 == 0)
+    if not np.any(swap):
+        return shape
+    g = shape.group
+    return dataclasses.replace(shape, H=np.where(swap, shape.Hkv, shape.H), Nq=np.where(swap, g, shape.Nq),
+                               N=np.where(swap, g, shape.Nq))
 
 
 def by_instance(table: dict, shape, tiles, default):
@@ -182,31 +249,35 @@ def by_instance(table: dict, shape, tiles, default):
     return out if multi else out[0]
 
 
-def masked_warp_tiles(N, Br, Bc, W, causal: bool):
-    """The KV tiles a head's warps mask, summed over its warps: fa2_tc.cu masks a tile that reaches past N or (causal)
-    past the warp's first query row. Causal: block q's warp w (first row r = q Br + w Br/W) walks ceil(min(N, q Br +
-    Br) / Bc) tiles, those from floor((r + 1) / Bc) on masked; the last block's warps, whose rows may lie past N,
-    mask at least the ragged tile. Closed form over the blocks (floor_sum); research/scripts/sass_code.py enumerates it."""
-    N, Br, Bc, W = (arr(x) for x in (N, Br, Bc, W))
-    Tr = cdiv(N, Br)
-    ragged = (N % Bc > 0).astype(np.int64)
+def masked_warp_tiles(Nq, Nk, Br, Bc, W, causal: bool):
+    """The KV tiles a head's warps mask, summed over its warps: fa2_tc.cu masks a tile that reaches past Nk or (causal)
+    past the warp's first query row's last key. Causal: block q's warp w (first row r = q Br + w Br/W) walks
+    ceil(min(Nk, q Br + Br + Nk - Nq) / Bc) tiles, those from floor((r + Nk - Nq + 1) / Bc) on masked; the last
+    block's warps, whose rows may lie past Nq, mask at least the ragged tile. Closed form over the blocks
+    (floor_sum); research/scripts/sass_code.py enumerates it for Nq = Nk."""
+    Nq, Nk, Br, Bc, W = (arr(x) for x in (Nq, Nk, Br, Bc, W))
+    Tr = cdiv(Nq, Br)
+    ragged = (Nk % Bc > 0).astype(np.int64)
     if not causal:
         return Tr * W * ragged
+    off = Nk - Nq
     RW = Br // np.maximum(W, 1)
-    walked = floor_sum(Tr - 1, Bc, Br, Br + Bc - 1)            # tiles of blocks 0 .. Tr - 2, each warp's
-    total = 0 * N
+    walked = floor_sum(Tr - 1, Bc, Br, np.maximum(Br + off + Bc - 1, 0))     # tiles of blocks 0 .. Tr - 2
+    total = 0 * Nq
     for w in range(int(np.max(W))):
-        first = w * RW + 1
-        unmasked = floor_sum(Tr - 1, Bc, Br, first)
-        last = np.maximum(cdiv(N, Bc) - ((Tr - 1) * Br + first) // Bc, ragged)
+        first = w * RW + 1 + off
+        unmasked = floor_sum(Tr - 1, Bc, Br, np.maximum(first, 0))
+        last = np.maximum(cdiv(Nk, Bc) - np.maximum((Tr - 1) * Br + first, 0) // Bc, ragged)
         total = total + np.where(w < W, walked - unmasked + last, 0)
     return total
 
 
-def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None, splits=1, heavy_first=True,
-                    elem_fp32=3, age_split=True, softmax_overlaps_load=True, code=None):
-    """Counts of one head of an FA2-structured tensor-core forward (this kernel, or FlashAttention-2 itself with
-    ``q_in_registers=False``). ``splits`` > 1: split-KV, each Q tile's key range cut into that many blocks.
+def head_counts_fa2(Nq, Nk, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None, splits=1, heavy_first=True,
+                    elem_fp32=3, age_split=True, softmax_overlaps_load=True, code=None, group=1):
+    """Counts of one query head of an FA2-structured tensor-core forward (this kernel, or FlashAttention-2 itself
+    with ``q_in_registers=False``): Nq queries against Nk keys (causal aligned bottom-right), its K/V head shared by
+    ``group`` query heads, whose blocks read the same K/V tiles (first touched once by the group, re-read through
+    L2). ``splits`` > 1: split-KV, each Q tile's key range cut into that many blocks.
     The launch runs head after head; ``heavy_first``: each head's Q tiles are dispatched longest first (this
     kernel), else shortest first (FlashAttention-2: blockIdx.x = m_block). ``elem_fp32``: the softmax's FP32-pipe
     instructions per score (this kernel's: FMNMX, FFMA, FADD; a library kernel's, read off its SASS).
@@ -215,14 +286,16 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
     ``softmax_overlaps_load``: Counts.softmax_overlaps_load. ``code``: the instance's warp instructions read off its
     listing (CODE's five fields, each an array; 0 where unknown), which set the instructions beyond the counted
     ones: a tile's, the masks', the code run once; without it (or where 0) the overheads ``o`` estimate them."""
-    N, d, Br, Bc, W, splits = (arr(x) for x in (N, d, Br, Bc, W, splits))
+    Nq, Nk, d, Br, Bc, W, splits = (arr(x) for x in (Nq, Nk, d, Br, Bc, W, splits))
+    g = np.asarray(group, dtype=float)
+    N = Nq                                                      # (the zero arrays below take its shape)
     MT = Br // W // 16
     NS, KQ, NO, KP = Bc // 8, d // 16, d // 8, Bc // 16
     qreg = ((MT == 1) & (d <= 128)) if q_in_registers is None else np.asarray(q_in_registers)
-    tiles_h, qblocks_h = kv_tiles(N, Br, Bc, causal)
+    tiles_h, qblocks_h = kv_tiles(Nq, Nk, Br, Bc, causal)
     blocks_h = qblocks_h * splits
     # tiles that need masking: the ragged last key tile of each block, and (causal) those crossing the diagonal
-    ragged = (N % Bc > 0).astype(np.int64) * blocks_h
+    ragged = (Nk % Bc > 0).astype(np.int64) * blocks_h
     diag = (cdiv(Br, Bc) + (Br % Bc > 0)) * blocks_h if causal else 0
     masked_h = np.minimum(tiles_h, ragged + diag)
     # per warp per KV tile
@@ -247,9 +320,9 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
     counted = mma + ldsm + sfu + fp32 + shfl + per_block_tile_copies / W
     other = np.where(known, tile - counted, o["tile"] + o["kstep"] * (KQ + KP))
     once_other = once - last - q_copies * 2 / W - np.where(qreg, KQ, 0)
-    mask_code = np.where(known, (cmask if causal else rmask) * masked_warp_tiles(N, Br, Bc, W, causal), 0)
+    mask_code = np.where(known, (cmask if causal else rmask) * masked_warp_tiles(Nq, Nk, Br, Bc, W, causal), 0)
     other_h = warp_tiles * other + np.where(known, mask_code + blocks_h * W * once_other, 0)
-    nd = N * d * dtype_bytes
+    qd, kd = Nq * d * dtype_bytes, Nk * d * dtype_bytes           # one head's Q (or O), and its K (or V)
     # the latency path of one block (average over the head's blocks): per KV tile, the QK^T accumulation chain
     # (KQ dependent mma steps), the row max (2 shuffles after a chain of 2*NS FMNMX), the exponentials, the row
     # sum and the PV chain (KP steps); two barriers; the first K/V tile's global round trip. A warp holding MT row
@@ -258,7 +331,7 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
     # (the warp's own pipe work: timing's path_pipes). So the path counts 1/MT of a chain per KV tile.
     tiles_b = tiles_h / blocks_h
     exposed = tiles_b / np.maximum(MT, 1)              # (MT = 0: a tile too short for its warps, masked)
-    spread = cdiv(cdiv(N, Bc), splits) / tiles_b        # causal: the last Q tile's block sees every key
+    spread = cdiv(cdiv(Nk, Bc), splits) / tiles_b       # causal: the last Q tile's block sees every key
     # causal: consecutive Q tiles differ by Br/Bc key tiles (a split block by its share of that); split-KV
     # launches dispatch a head's Q tiles once per split, so the pattern repeats every qblocks_h blocks
     step = (Br / Bc / splits / tiles_b) * (-1 if heavy_first else 1) if causal else 0 * N
@@ -268,11 +341,11 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
     # every later reader finds it in L2. So a head misses each of its tiles once: cdiv(N, Bc) / blocks tiles a block
     # (Br/Bc: a block's own diagonal tiles), at least its first. Blocks of later rounds find their tiles in L2
     # (later_miss_share below).
-    miss_tiles = np.minimum(tiles_b, np.maximum(cdiv(N, Bc) / blocks_h, 1))
+    miss_tiles = np.minimum(tiles_b, np.maximum(cdiv(Nk, Bc) / blocks_h, 1))
     miss_free = (tiles_b - miss_tiles) * 2 if causal else 0 * tiles_b
     # split-KV: each split writes its partial O and row statistics in fp32; a second kernel, queued behind this one,
     # reads them back and writes O (flash_fwd_splitkv_combine_kernel: the preset's companion times its blocks)
-    accum = np.where(splits > 1, splits * N * (d + 1) * 4, 0)
+    accum = np.where(splits > 1, splits * Nq * (d + 1) * 4, 0)
     return Counts(
         queued_ops=np.where(splits > 1, 1, 0),
         tensor_fma=tiles_h * 2 * Br * Bc * d,
@@ -286,9 +359,12 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
         smem_st_wavefronts=4 * ldgsts, smem_st_bytes=512 * ldgsts,
         gld_sectors=ldgsts * 16,
         l2_read_bytes=blocks_h * Br * d * dtype_bytes + tiles_h * 2 * Bc * d * dtype_bytes + accum,
-        l2_write_bytes=nd + accum,
-        dram_read_once=3 * nd, dram_read_reuse=np.maximum(tiles_h * 2 * Bc * d * dtype_bytes - 2 * nd, 0),
-        reuse_live_bytes=2 * nd, dram_write_once=nd,
+        l2_write_bytes=qd + accum,
+        # a group's K/V is first touched once (its share a query head), every other read of it a re-read; the
+        # K/V head's blocks (of all its query heads) keep it live (memory.traffic takes K/V heads as its heads)
+        dram_read_once=qd + 2 * kd / g,
+        dram_read_reuse=np.maximum(tiles_h * 2 * Bc * d * dtype_bytes - 2 * kd / g, 0),
+        reuse_live_bytes=2 * kd, dram_write_once=qd,
         path_mma=exposed * (KQ + KP), path_fp32=exposed * (4 * NS + 4), path_shfl=exposed * 2,
         path_sfu=exposed * 2, path_sync=tiles_b * 2 + 1, path_gmem=1 + 0 * N,
         path_load=miss_free, path_load_miss=tiles_b * 2 - miss_free,
@@ -314,8 +390,9 @@ def head_counts_fa2(N, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None
         # before its first tile a block waits on its Q tile and its first K and V tiles. Without a mask every block
         # of a head (of a split) starts at the same key tile; causal blocks start at their diagonal tiles, which
         # Bc/Br consecutive Q tiles share
-        burst_own_bytes=Br * d * dtype_bytes, burst_kv_bytes=2 * Bc * d * dtype_bytes,
-        burst_sharers=np.maximum(Bc // Br, 1) if causal else qblocks_h,
+        # (a Q tile copies its rows below Nq only; a group's heads are dispatched one after another and share theirs)
+        burst_own_bytes=np.minimum(Br, Nq) * d * dtype_bytes, burst_kv_bytes=2 * Bc * d * dtype_bytes,
+        burst_sharers=np.maximum(Bc // Br, 1) if causal else qblocks_h * group,
     )
 
 
@@ -326,6 +403,8 @@ class FA2TC(Kernel):
     source = "fa2_tc.cu"
     dtypes = ("fp16", "bf16")
     causal = True
+    gqa, cross = True, True
+    modes = ("fwd", "bwd")
     Tiles = FA2TCTiles
     arch = ARCH
     # A warp's loop step is one dependent chain: its MMAs wait on its own ldmatrix fragments, its softmax on its
@@ -361,71 +440,154 @@ class FA2TC(Kernel):
     # the H100 grid's 684 problems of three or more measured tiles (examples/tile_advice.py; evaluation/advice.py)
     pick_best_by_margin = ((0.47, 43), (0.72, 18), (0.86, 111), (0.93, 148), (0.99, 364))
 
+    @staticmethod
+    def inference_path(shape):
+        """Whether a forward runs the inference path's instances (EXT_INSTANCES): grouped heads or Nq != Nk."""
+        return ~np.asarray(shape.square)
+
     def default_tiles(self, shape=None, gpu=None):
-        if shape is not None and int(np.asarray(shape.d)) in DEFAULTS:
-            Br, Bc, w = DEFAULTS[int(np.asarray(shape.d))]
-            return FA2TCTiles(Br, Bc, w)
-        return FA2TCTiles(Br=128, Bc=64, warps=4)
+        """The fastest measured tiles per head dimension (DEFAULTS; the backward's: FlashAttention-2's); on the
+        inference path 64-row tiles for up to 64 queries, and the split count FlashAttention-2's heuristic picks
+        (num_splits; an H100-sized GPU of 132 SMs when none is given)."""
+        if shape is None or int(np.asarray(shape.d)) not in DEFAULTS:
+            return FA2TCTiles(Br=128, Bc=64, warps=4)
+        d = int(np.asarray(shape.d))
+        if shape.mode != "fwd":              # a backward's tiles (fwd_bwd: its forward runs at the forward's)
+            return FA2TCTiles(*BWD_DEFAULTS[d])
+        if not bool(np.all(self.inference_path(shape))):
+            return FA2TCTiles(*DEFAULTS[d])
+        Br, Bc, w = EXT_DEFAULTS[d] if int(np.max(shape.Nq)) <= 64 else DEFAULTS[d]
+        if (d, Br, Bc, w) not in EXT_INSTANCES:
+            Br, Bc, w = EXT_DEFAULTS[d]
+        sms = gpu.sm_count if gpu is not None else 132
+        run = fold_groups(shape)
+        s = num_splits(arr(run.B) * arr(run.H) * cdiv(run.Nq, Br), 2 * sms, cdiv(run.Nk, Bc))
+        return FA2TCTiles(Br, Bc, w, splits=int(np.max(s)))
 
     def sweep_values(self, name):
         col = {"Br": 1, "Bc": 2, "warps": 3}.get(name)
         return None if col is None else sorted({i[col] for i in INSTANCES})
 
     def grid_blocks(self, shape, tiles):
-        return arr(shape.B) * arr(shape.H) * cdiv(shape.N, tiles.Br)
+        if shape.mode != "fwd":                 # one block per (K/V tile, b, K/V head)
+            return arr(shape.B) * arr(shape.Hkv) * cdiv(shape.Nk, tiles.Bc)
+        return arr(shape.B) * arr(shape.H) * cdiv(shape.Nq, tiles.Br)
 
     def grid_dims(self, shape, tiles):
-        return cdiv(shape.N, tiles.Br), arr(shape.H), arr(shape.B)         # fa2_tc.cu: (Q tiles, H, B)
+        if shape.mode != "fwd":
+            return cdiv(shape.Nk, tiles.Bc), arr(shape.Hkv), arr(shape.B)
+        return cdiv(shape.Nq, tiles.Br), arr(shape.H), arr(shape.B)        # fa2_tc.cu: (Q tiles, H, B)
 
     def launch(self, shape, tiles, arch, regs=None):
         """Each compiled instance's registers on the architecture (its facts' instance_regs: REGS on sm_90,
         REGS_SM8X on sm_80/86/89; another architecture takes the nearest one's, as ``facts`` notes), unless a
         measured row gives its own."""
+        if regs is None and shape.mode != "fwd":
+            regs = by_instance({k: v[0] for k, v in BWD_INSTANCES.items()}, shape, tiles, 255)
         if regs is None:
             facts = self.facts(arch)[0]
             regs = by_instance(facts.instance_regs, shape, tiles, facts.regs)
         return super().launch(shape, tiles, arch, regs)
 
     def smem_bytes(self, shape, tiles):
+        if shape.mode != "fwd":
+            return by_instance({k: v[1] for k, v in BWD_INSTANCES.items()}, shape, tiles, 0)
         return (arr(tiles.Br) + 2 * arr(tiles.Bc)) * arr(shape.d) * 2
 
     def constraints(self, gpu, shape, tiles):
-        compiled = by_instance(dict.fromkeys(INSTANCES, True), shape, tiles, False)
-        listing = "; ".join(f"d={i[0]}: {i[1]}x{i[2]}/{i[3]}w" for i in INSTANCES)
+        if shape.mode != "fwd":
+            table, what = BWD_INSTANCES, "backward "
+            compiled = by_instance(dict.fromkeys(table, True), shape, tiles, False)
+        else:
+            # grouped heads, Nq != Nk, split-KV (and the log-sum-exp a fwd_bwd keeps) run the inference instances
+            ext = self.inference_path(shape) | (arr(tiles.splits) > 1)
+            table, what = (EXT_INSTANCES, "inference ") if np.all(ext) else (INSTANCES, "")
+            compiled = np.where(ext, by_instance(dict.fromkeys(EXT_INSTANCES, True), shape, tiles, False),
+                                by_instance(dict.fromkeys(INSTANCES, True), shape, tiles, False))
+        listing = "; ".join(f"d={i[0]}: {i[1]}x{i[2]}/{i[3]}w" for i in table)
         return self.tensor_core_limits(gpu, shape) + [
-            (compiled, f"no compiled instance for {{tiles}} (compiled: {listing})")]
+            (compiled, f"no compiled {what}instance for {{tiles}} (compiled: {listing})")]
+
+    def companions(self, shape, tiles, facts):
+        if shape.mode != "fwd":
+            return backward.companions(self, shape, tiles, facts)
+        return ()
 
     def head_counts(self, shape, tiles, facts):
         """FA2's counts, with the spill loads and stores of the instances that spill in their loop (the facts'
         instance_spills: SPILLS on sm_90), which lie on the block's path and add to its instructions; with
         ``instructions_read``, each instance's instructions as its code has them (instance_code: CODE on sm_90),
-        which hold the spills already."""
+        which hold the spills already. A backward's: perfmodel.kernels.backward."""
+        if shape.mode != "fwd":
+            return backward.head_counts(self, shape, tiles, facts)
         code = by_instance(facts.instance_code if self.instructions_read else {}, shape, tiles, (0,) * 5)
         ldl, stl = by_instance(facts.instance_spills, shape, tiles, (0, 0))
-        c = head_counts_fa2(shape.N, shape.d, tiles.Br, tiles.Bc, tiles.warps, shape.causal,
+        c = head_counts_fa2(shape.Nq, shape.Nk, shape.d, tiles.Br, tiles.Bc, tiles.warps, shape.causal,
                             shape.element_bytes, facts.overheads, softmax_overlaps_load=self.softmax_overlaps_load,
-                            code=code)
-        tiles_h, qblocks_h = kv_tiles(shape.N, tiles.Br, tiles.Bc, shape.causal)
+                            code=code, group=shape.group)
+        tiles_h, qblocks_h = kv_tiles(shape.Nq, shape.Nk, tiles.Br, tiles.Bc, shape.causal)
         unread = code[0] == 0
         W = arr(tiles.warps)
         return dataclasses.replace(c, warp_other=c.warp_other + np.where(unread, tiles_h * W * (ldl + stl), 0),
                                    path_local=c.path_local + tiles_h / qblocks_h * ldl)
 
     def runner(self, torch, ext, shape, tiles):
-        from perfmodel.measure.runner import Runner as Base
+        from perfmodel.measure.runner import GradRunner, Runner as Base
 
-        class Runner(Base):
-            def launch(self, Q, K, V):
-                ext.fa2_tc_forward(Q, K, V, self.O, int(tiles.Br), int(tiles.Bc), int(tiles.warps),
-                                   bool(shape.causal))
+        Br, Bc, W, causal = int(tiles.Br), int(tiles.Bc), int(tiles.warps), bool(shape.causal)
+        splits = int(getattr(tiles, "splits", 1) or 1)
+
+        def forward(Q, K, V, O, lse=None):
+            """The forward launch(es): one kernel, or with splits > 1 the split kernel and its combine."""
+            extra = {}
+            if splits > 1:
+                B, H, Nq, d = O.shape
+                extra = dict(splits=splits,
+                             o_part=torch.empty((splits, B, H, Nq, d), dtype=torch.float32, device=O.device),
+                             lse_part=torch.empty((splits, B, H, Nq), dtype=torch.float32, device=O.device))
+            if lse is not None:
+                extra["lse"] = lse
+            ext.fa2_tc_forward(Q, K, V, O, Br, Bc, W, causal, **extra)
+
+        if shape.mode == "fwd":
+            class Runner(Base):
+                def launch(self, Q, K, V):
+                    forward(Q, K, V, self.O)
+
+                def attributes(self):
+                    args = (int(shape.d), Br, Bc, W, shape.dtype)
+                    a = ext.fa2_tc_attributes(*args)
+                    a["cuda_blocks_per_sm"] = ext.fa2_tc_max_blocks_per_sm(*args)
+                    return a
+
+            return Runner(torch, shape)
+
+        class Grads(GradRunner):
+            """The backward's three launches (preprocess, main, convert); fwd_bwd runs the forward with its
+            log-sum-exp first, at the forward's default tiles."""
+
+            def setup(self):
+                B, H, Hkv, Nq, Nk, d = self.dims
+                if not hasattr(self, "acc"):
+                    self.acc = torch.empty((B, H, Nq, d), dtype=torch.float32, device="cuda")
+                    self.D = torch.empty((B, H, Nq), dtype=torch.float32, device="cuda")
+
+            def backward(self, Q, K, V):
+                self.setup()
+                ext.fa2_tc_backward(Q, K, V, self.O, self.dO, self.LSE, self.dQ, self.dK, self.dV, self.acc,
+                                    self.D, Bc, Br, W, causal)
+
+            def forward_backward(self, Q, K, V):
+                fwd = FA2TC().default_tiles(shape.with_mode("fwd"))
+                ext.fa2_tc_forward(Q, K, V, self.O, int(fwd.Br), int(fwd.Bc), int(fwd.warps), causal, lse=self.LSE)
+                self.backward(Q, K, V)
 
             def attributes(self):
-                args = (int(shape.d), int(tiles.Br), int(tiles.Bc), int(tiles.warps), shape.dtype)
-                a = ext.fa2_tc_attributes(*args)
-                a["cuda_blocks_per_sm"] = ext.fa2_tc_max_blocks_per_sm(*args)
-                return a
+                a = ext.fa2_tc_bwd_attributes(int(shape.d), Bc, Br, W, shape.dtype)
+                return {"regs_per_thread": a["regs_per_thread"], "local_bytes": a["local_bytes"],
+                        "cuda_blocks_per_sm": a.get("max_blocks_per_sm", "")}
 
-        return Runner(torch, shape)
+        return Grads(torch, shape)
 
 
 class PaddedFA2TC(FA2TC):

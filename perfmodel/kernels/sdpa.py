@@ -29,9 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perfmodel.kernels import backward
 from perfmodel.kernels.base import ArchFacts, Companion, Kernel, Launch, register
 from perfmodel.kernels.common import arr, cdiv
-from perfmodel.kernels.fa2_tc import FA2TC, FA2TCTiles, head_counts_fa2
+from perfmodel.kernels.fa2_tc import FA2TC, FA2TCTiles, fold_groups, head_counts_fa2, num_splits
 from perfmodel.model.counts import Counts
 
 HEAD_DIMS = (32, 64, 96, 128, 160, 192, 224, 256)       # HEADDIM_SWITCH rounds d up to one of these
@@ -66,26 +67,6 @@ def fa2_preset(d: int, causal: bool, sm: str, smem_optin: int, smem_per_sm: int)
     return (128, 64, 8) if big else (64, 64, 4)
 
 
-def num_splits(batch_nheads_mblocks, num_sms: int, num_n_blocks, max_splits: int = 128):
-    """flash_api.cpp's num_splits_heuristic, vectorised: 1 when the grid nearly fills the GPU, else the fewest
-    splits whose wave efficiency is within 85% of the best."""
-    bnm = np.asarray(batch_nheads_mblocks, dtype=np.int64)
-    nnb = np.asarray(num_n_blocks, dtype=np.int64)
-    bnm, nnb = np.broadcast_arrays(bnm, nnb)
-    limit = np.minimum(np.minimum(max_splits, num_sms), nnb)
-    effs = []
-    for s in range(1, max_splits + 1):
-        eligible = (s == 1) | (cdiv(nnb, s) != cdiv(nnb, max(s - 1, 1)))
-        waves = bnm * s / num_sms
-        eff = np.where(eligible & (s <= limit), waves / np.ceil(waves), 0.0)
-        effs.append(eff)
-    effs = np.stack(effs)
-    best = effs.max(axis=0)
-    ok = effs >= 0.85 * best
-    first = np.argmax(ok, axis=0) + 1
-    return np.where(bnm >= 0.8 * num_sms, 1, np.where(ok.any(axis=0), first, 1))
-
-
 @dataclass(frozen=True)
 class SDPATiles(FA2TCTiles):
     """The library's tiles (its preset unless given) and the split-KV count it chooses (resolved per GPU)."""
@@ -101,6 +82,8 @@ class _SDPA(Kernel):
     external = True
     dtypes = ("fp16", "bf16")
     causal = True
+    gqa, cross = True, True
+    modes = ("fwd", "bwd")
     Tiles = SDPATiles
     arch = {"sm_90": ArchFacts(regs=255, source="estimate: FA2's kernels run at 255 registers",
                                overheads={"tile": 60, "kstep": 2, "mask_elem": 1})}
@@ -140,8 +123,18 @@ class _SDPA(Kernel):
                                                 "warp)"),
             (Bc % 16 == 0, "tile {tiles}: Bc must be a multiple of 16 (the P V MMA's k-step)")]
 
+    def run_shape(self, shape):
+        """The problem the library's kernel runs for ``shape`` (the same, unless a preset says otherwise)."""
+        return shape
+
     def grid_blocks(self, shape, tiles):
-        return arr(shape.B) * arr(shape.H) * cdiv(shape.N, tiles.Br) * arr(tiles.splits)
+        shape = self.run_shape(shape)
+        return arr(shape.B) * arr(shape.H) * cdiv(shape.Nq, tiles.Br) * arr(tiles.splits)
+
+    def counts(self, shape, tiles, facts):
+        if shape.mode != "fwd":
+            return backward.counts(self, shape, tiles, facts)
+        return super().counts(self.run_shape(shape), tiles, facts)
 
     def smem_bytes(self, shape, tiles):
         return (arr(tiles.Br) + 2 * arr(tiles.Bc)) * arr(shape.d) * 2
@@ -152,31 +145,68 @@ class _SDPA(Kernel):
         # its blocks share their SMs evenly: the age-ordered split was traced in fa2_tc's blocks (clock reads in its
         # code), which a library's kernel does not allow; given fa2_tc's, its d = 64 rows' mean error goes from
         # +1.1% to +3.7% (docs/known-gaps.md)
-        return head_counts_fa2(shape.N, shape.d, tiles.Br, tiles.Bc, tiles.warps, shape.causal, shape.element_bytes,
+        return head_counts_fa2(shape.Nq, shape.Nk, shape.d, tiles.Br, tiles.Bc, tiles.warps, shape.causal,
+                               shape.element_bytes,
                                facts.overheads, q_in_registers=False, splits=tiles.splits,
-                               heavy_first=self.heavy_first, elem_fp32=self.elem_fp32, age_split=False)
+                               heavy_first=self.heavy_first, elem_fp32=self.elem_fp32, age_split=False,
+                               group=shape.group)
 
     def runner(self, torch, ext, shape, tiles):
-        from perfmodel.measure.runner import Runner as Base
+        """PyTorch's scaled_dot_product_attention restricted to this backend: grouped heads with enable_gqa, causal
+        with Nq != Nk as the bottom-right bias (torch.nn.attention.bias.causal_lower_right); the backward is
+        torch.autograd.grad of its output (the forward run once, outside the timing, for mode bwd)."""
         from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        from perfmodel.measure.runner import GradRunner, Runner as Base
 
         backend = getattr(SDPBackend, self.backend)
         F = torch.nn.functional
+        gqa = bool(np.any(np.asarray(shape.Hkv) != np.asarray(shape.H)))
+        if shape.causal and int(shape.Nq) != int(shape.Nk):
+            from torch.nn.attention.bias import causal_lower_right
 
-        class Runner(Base):
+            mask = dict(attn_mask=causal_lower_right(int(shape.Nq), int(shape.Nk)))
+        else:
+            mask = dict(is_causal=bool(shape.causal))
+
+        def attend(Q, K, V):
+            with sdpa_kernel([backend]):
+                return F.scaled_dot_product_attention(Q, K, V, enable_gqa=gqa, **mask)
+
+        if shape.mode == "fwd":
+            class Runner(Base):
+                def launch(self, Q, K, V):
+                    self.O.copy_(attend(Q, K, V))        # the check reads O; timing uses timed_launch
+
+                def timed_launch(self, Q, K, V):
+                    attend(Q, K, V)
+
+                def attributes(self):
+                    return {"regs_per_thread": "", "local_bytes": "", "cuda_blocks_per_sm": ""}
+
+            return Runner(torch, shape)
+
+        class Grads(GradRunner):
+            def forward(self, Q, K, V):
+                self.leaves = tuple(x.detach().requires_grad_(True) for x in (Q, K, V))
+                self.out = attend(*self.leaves)
+
+            def backward(self, Q, K, V):
+                self.grads = torch.autograd.grad(self.out, self.leaves, self.dO, retain_graph=True)
+
             def launch(self, Q, K, V):
-                with sdpa_kernel([backend]):
-                    out = F.scaled_dot_product_attention(Q, K, V, is_causal=bool(shape.causal))
-                self.O.copy_(out)                  # the check reads O; timing uses timed_launch
+                self.backward(Q, K, V)
+                for buf, g in zip((self.dQ, self.dK, self.dV), self.grads):
+                    buf.copy_(g)
 
-            def timed_launch(self, Q, K, V):
-                with sdpa_kernel([backend]):
-                    F.scaled_dot_product_attention(Q, K, V, is_causal=bool(shape.causal))
+            def forward_backward(self, Q, K, V):
+                out = attend(*self.leaves)
+                torch.autograd.grad(out, self.leaves, self.dO)
 
             def attributes(self):
                 return {"regs_per_thread": "", "local_bytes": "", "cuda_blocks_per_sm": ""}
 
-        return Runner(torch, shape)
+        return Grads(torch, shape)
 
 
 class SDPAFlash(_SDPA):
@@ -218,15 +248,21 @@ class SDPAFlash(_SDPA):
     COMBINE_CLASSES = {"alu": (544.5, 2.375), "sfu": (43.5, 0.0), "smem": (5.5, 2.375), "const": (10.0, 0.0),
                        "gload": (2.25, 1.0), "sync": (2.0, 0.0)}
 
+    def run_shape(self, shape):
+        """flash_api.cpp's mha_fwd folds a decode step's grouped query heads into query rows (fa2_tc.fold_groups)."""
+        return fold_groups(shape)
+
     def grid_dims(self, shape, tiles):
         """flash_fwd_launch_template.h: (Q tiles, B, H); with split-KV (Q tiles, splits, B * H)."""
+        shape = self.run_shape(shape)
         s, B, H = arr(tiles.splits), arr(shape.B), arr(shape.H)
-        return cdiv(shape.N, tiles.Br), np.where(s > 1, s, B), np.where(s > 1, B * H, H)
+        return cdiv(shape.Nq, tiles.Br), np.where(s > 1, s, B), np.where(s > 1, B * H, H)
 
     def buffer_bytes(self, shape, tiles):
         """flash_api.cpp's fp32 buffers: the log-sum-exp of every query row, and with split-KV each split's partial
         O (at the rounded head dim) and log-sum-exp."""
-        rows = np.asarray(shape.heads, float) * arr(shape.N)
+        shape = self.run_shape(shape)
+        rows = np.asarray(shape.heads, float) * arr(shape.Nq)
         s = arr(tiles.splits)
         return 4 * rows * (1 + np.where(s > 1, s * (rounded_head_dim(arr(shape.d)) + 1), 0))
 
@@ -235,13 +271,16 @@ class SDPAFlash(_SDPA):
         return {k: at2 + per * (arr(splits) - 2) for k, (at2, per) in self.COMBINE_CLASSES.items()}
 
     def companions(self, shape, tiles, facts):
+        if shape.mode != "fwd":
+            return backward.companions(self, shape, tiles, facts)
+        shape = self.run_shape(shape)
         splits = arr(tiles.splits)
         if not np.any(splits > 1):
             return ()
         hd = rounded_head_dim(shape.d)
         rows = np.where(hd % 128 == 0, 4, np.where(hd % 64 == 0, 8, 16))
         on = splits > 1
-        grid = np.where(on, cdiv(arr(shape.B) * arr(shape.H) * arr(shape.N), rows), 0)
+        grid = np.where(on, cdiv(arr(shape.B) * arr(shape.H) * arr(shape.Nq), rows), 0)
         warps = grid * (self.COMBINE_THREADS // 32)
         k = {name: np.where(on, n, 0) for name, n in self.combine_classes(splits).items()}
         inst = sum(k.values())
@@ -278,11 +317,11 @@ class SDPAFlash(_SDPA):
         tiles; a block with fewer key tiles runs as many as it has) and its epilogue once. The split-KV kernel's
         layout was not read: no fetch term."""
         c = super().head_counts(shape, tiles, facts)
-        N, d, Br, Bc, W = (arr(x) for x in (shape.N, shape.d, tiles.Br, tiles.Bc, tiles.warps))
-        causal = np.asarray(shape.causal, bool)
+        Nq, Nk, d, Br, Bc, W = (arr(x) for x in (shape.Nq, shape.Nk, shape.d, tiles.Br, tiles.Bc, tiles.warps))
+        causal = np.asarray(shape.causal, bool) & (Nq > 1)          # one query runs the non-causal kernel
         hd = rounded_head_dim(d)
-        even = (N % Br == 0) & (N % Bc == 0)
-        once_all = np.zeros(np.shape(N * hd), float)
+        even = (Nq % Br == 0) & (Nk % Bc == 0)
+        once_all = np.zeros(np.shape(Nq * Nk * hd), float)
         once_last, loop = once_all.copy(), once_all.copy()
         for (h, ev), (a, s, lp) in self.CODE_KIB.items():
             on = (hd == h) & (even == ev)
@@ -290,9 +329,9 @@ class SDPAFlash(_SDPA):
                                          np.where(on, lp, loop))
         known = causal & (arr(tiles.splits) == 1) & (once_all > 0)
         steps = cdiv(Br, Bc) + (~even).astype(np.int64)
-        qblocks = cdiv(N, Br)
-        # blocks of a head with at least `steps` key tiles: block i has min(ceil((i + 1) Br / Bc), ceil(N / Bc))
-        full = np.where(cdiv(N, Bc) >= steps, np.maximum(qblocks - (steps - 1) * Bc // Br, 0), 0)
+        qblocks = cdiv(Nq, Br)
+        # blocks of a head with at least `steps` key tiles: block i has min(ceil((i + 1) Br / Bc), ceil(Nk / Bc))
+        full = np.where(cdiv(Nk, Bc) >= steps, np.maximum(qblocks - (steps - 1) * Bc // Br, 0), 0)
         once_kib = qblocks * once_all + full * once_last                  # per warp, summed over the head's blocks
         splits = arr(tiles.splits)
         fixed = np.where(splits > 1, self.SPLIT_BLOCK_INSTRUCTIONS, 0)
@@ -320,10 +359,11 @@ class SDPAFlash(_SDPA):
 
     def resolve(self, gpu, shape, tiles):
         """The split-KV kernel when the grid is small (set_params_splitkv: 64-row tiles, 4 warps)."""
+        shape = self.run_shape(shape)
         d = arr(shape.d)
         block_n = np.where(d <= 64, 256, np.where(d <= 128, 128, 64))
-        bnm = arr(shape.B) * arr(shape.H) * cdiv(shape.N, 64)
-        s = num_splits(bnm, 2 * gpu.sm_count, cdiv(shape.N, block_n))
+        bnm = arr(shape.B) * arr(shape.H) * cdiv(shape.Nq, 64)
+        s = num_splits(bnm, 2 * gpu.sm_count, cdiv(shape.Nk, block_n))
         split = s > 1
         return SDPATiles(Br=np.where(split, 64, tiles.Br), Bc=np.where(split, block_n, tiles.Bc),
                          warps=np.where(split, 4, tiles.warps), splits=s)

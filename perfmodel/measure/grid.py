@@ -73,8 +73,8 @@ def load(path: str | Path) -> dict:
                                  f"[Br, Bc, third tile field], got {t!r}")
     if "budget_ms" in raw:
         b = raw["budget_ms"]
-        if isinstance(b, bool) or not isinstance(b, (int, float)) or not b > 0 or b == float("inf"):
-            raise InputError(f"{path}: 'budget_ms' must be a positive number, got {b!r}")
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or not b >= 0 or b == float("inf"):
+            raise InputError(f"{path}: 'budget_ms' must be a number >= 0 (0: no budget), got {b!r}")
     return raw
 
 

@@ -29,7 +29,7 @@ from perfmodel.measure.grid import Config
 from perfmodel.model import engine
 from perfmodel.shape import AXES
 
-KEY = ["kernel", *AXES, *TILE_COLUMNS, "dtype", "causal", "mode", "l2_flush"]
+KEY = ["kernel", *AXES, *TILE_COLUMNS, "splits", "dtype", "causal", "mode", "l2_flush"]
 _RESULT = ["median_ms", "p20_ms", "p80_ms", "n_runs", "rel_err", "regs_per_thread", "smem_bytes", "local_bytes",
            "cuda_blocks_per_sm", "gpu_name", "sm_clock_mhz_before", "sm_clock_mhz_after", "sm_clock_max_mhz", "driver",
            "torch", "torch_cuda", "nvcc", "date", "seed", "command"]
@@ -42,7 +42,8 @@ N_KEY = ["kernel", "B", "H", "N", "d", *TILE_COLUMNS, "dtype", "causal", "l2_flu
 N_COLUMNS = N_KEY + _RESULT + _SPIN
 PRE_SPIN_COLUMNS = N_KEY + _RESULT
 # a column a file lacks reads as: (the column it defaults to, or the value)
-_KEY_DEFAULTS = {"causal": "0", "dtype": "fp32", "mode": "fwd", "Hkv": ("H",), "Nq": ("N",), "Nk": ("N",)}
+_KEY_DEFAULTS = {"causal": "0", "dtype": "fp32", "mode": "fwd", "splits": "1", "Hkv": ("H",), "Nq": ("N",),
+                 "Nk": ("N",)}
 
 
 def _cell(row: dict, k: str) -> str:
@@ -61,7 +62,8 @@ def row_key(row: dict) -> tuple:
 def legacy_row(row: dict) -> dict:
     """``row`` for a file of the one-length schema (N_KEY): N for Nq = Nk; InputError for a row that schema cannot
     hold (grouped heads, Nq != Nk, a mode other than fwd)."""
-    if _cell(row, "Nq") != _cell(row, "Nk") or _cell(row, "Hkv") != _cell(row, "H") or _cell(row, "mode") != "fwd":
+    if (_cell(row, "Nq") != _cell(row, "Nk") or _cell(row, "Hkv") != _cell(row, "H") or _cell(row, "mode") != "fwd"
+            or _cell(row, "splits") != "1"):
         raise InputError("this file has the one-length columns (N, no Hkv, Nq, Nk or mode), which cannot hold grouped "
                          "heads, Nq != Nk or a backward: write these rows to a new file")
     return dict(row, N=_cell(row, "Nq"))
@@ -155,7 +157,8 @@ def reference(torch, Q, K, V, causal: bool = False, max_bytes: int = 1 << 31):
     q = Q.reshape(B * H, Nq, d)
     k, v = (x.reshape(B * Hkv, Nk, d) for x in (K, V))
     out = torch.empty((B * H, Nq, d), dtype=torch.float64, device=Q.device)
-    step = max(1, max_bytes // (Nq * Nk * 8))
+    # heads a step: its scores, and its K and V in float64, within max_bytes
+    step = max(1, max_bytes // (Nq * Nk * 8 + 2 * Nk * d * 8))
     mask = None
     if causal:
         i = torch.arange(Nq, device=Q.device)[:, None]
@@ -228,6 +231,145 @@ class Runner:
         return bool(self.torch.isnan(self.Obuf[-self.guard:]).all().item())
 
 
+def reference_grads(torch, Q, K, V, dO, causal: bool):
+    """(dQ, dK, dV) in float64 of softmax(Q K^T / sqrt(d)) V for one batch and one K/V head: Q and dO (G, Nq, d) of
+    its G query heads, K and V (Nk, d); causal bottom-right, rows that see no key give zero output and gradient.
+    FlashAttention-2's backward by hand (seed 004): P from S, dV = sum P^T dO, dP = dO V^T, dS = P (dP - D) with
+    D = rowsum(dO O), dQ = dS K / sqrt(d), dK = sum dS^T Q / sqrt(d); one query head at a time."""
+    G, Nq, d = Q.shape
+    Nk = K.shape[0]
+    k, v = K.double(), V.double()
+    scale = 1 / math.sqrt(d)
+    mask = None
+    if causal:
+        i = torch.arange(Nq, device=Q.device)[:, None]
+        mask = torch.arange(Nk, device=Q.device)[None, :] > i + (Nk - Nq)
+    dQ = torch.empty((G, Nq, d), dtype=torch.float64, device=Q.device)
+    dK = torch.zeros((Nk, d), dtype=torch.float64, device=Q.device)
+    dV = torch.zeros_like(dK)
+    for h in range(G):
+        q, do = Q[h].double(), dO[h].double()
+        S = (q @ k.T) * scale
+        if mask is not None:
+            S.masked_fill_(mask, float("-inf"))
+        P = torch.nan_to_num(torch.softmax(S, dim=-1), nan=0.0)
+        del S
+        O = P @ v
+        dV += P.T @ do
+        dS = P * ((do @ v.T) - (do * O).sum(-1, keepdim=True))
+        del P
+        dQ[h] = (dS @ k) * scale
+        dK += (dS.T @ q) * scale
+        del dS
+    return dQ, dK, dV
+
+
+class GradRunner:
+    """Buffers and checks of a backward (mode bwd) or a forward plus backward (fwd_bwd): Q, dO (B, H, Nq, d) and K, V
+    (B, Hkv, Nk, d) in the shape's dtype; the gradients dQ, dK and dV, each with a NaN guard region behind it.
+    ``inputs`` also runs the forward the backward needs (O and the log-sum-exp, untimed: ``forward``); ``backward``
+    writes the gradients; the timing runs ``backward``, or the forward and the backward for fwd_bwd. A kernel's
+    module subclasses it and supplies ``forward``, ``backward`` (and ``forward_backward`` where the two share
+    state) and ``attributes``."""
+
+    def __init__(self, torch, shape):
+        self.torch, self.shape = torch, shape
+        B, H, Hkv, Nq, Nk, d = (int(getattr(shape, a)) for a in AXES)
+        self.dims = (B, H, Hkv, Nq, Nk, d)
+        # the backward's error grows slowly with its sums' lengths (independent roundings): the forward's
+        # tolerance times (L / 1024) ** 0.25 above 1024, L the longest reduction (Nk for dQ, G Nq for dK and dV)
+        L = max(Nk, (H // Hkv) * Nq)
+        self.tolerance = TOLERANCE[shape.dtype] * max(1.0, L / 1024) ** 0.25
+        self.guard = 1024
+        dt = self.torch_dtype()
+        self.bufs = {}
+        for name, shp in (("dQ", (B, H, Nq, d)), ("dK", (B, Hkv, Nk, d)), ("dV", (B, Hkv, Nk, d))):
+            n = math.prod(shp)
+            buf = torch.empty(n + self.guard, dtype=dt, device="cuda")
+            self.bufs[name] = buf
+            setattr(self, name, buf[:n].view(shp))
+
+    def torch_dtype(self):
+        return {"fp32": self.torch.float32, "fp16": self.torch.float16, "bf16": self.torch.bfloat16}[self.shape.dtype]
+
+    def inputs(self, seed: int):
+        """Fresh Q, K, V and dO, and the forward's O and LSE from them."""
+        g = self.torch.Generator(device="cuda").manual_seed(seed)
+        B, H, Hkv, Nq, Nk, d = self.dims
+        rnd = lambda *shp: self.torch.randn(shp, generator=g, device="cuda", dtype=self.torch_dtype())
+        Q, K, V = rnd(B, H, Nq, d), rnd(B, Hkv, Nk, d), rnd(B, Hkv, Nk, d)
+        self.dO = rnd(B, H, Nq, d)
+        self.forward(Q, K, V)
+        return Q, K, V
+
+    def reference_forward(self, Q, K, V):
+        """O (input dtype) and LSE (fp32, natural log, of the scaled scores) from torch in float32."""
+        torch = self.torch
+        B, H, Hkv, Nq, Nk, d = self.dims
+        k, v = (x.float().repeat_interleave(H // Hkv, dim=1) for x in (K, V))
+        S = torch.matmul(Q.float(), k.transpose(-1, -2)) / math.sqrt(d)
+        if self.shape.causal:
+            i = torch.arange(Nq, device=Q.device)[:, None]
+            S.masked_fill_(torch.arange(Nk, device=Q.device)[None, :] > i + (Nk - Nq), float("-inf"))
+        self.LSE = torch.logsumexp(S, dim=-1).contiguous()
+        self.O = torch.matmul(torch.nan_to_num(torch.softmax(S, dim=-1), nan=0.0), v).to(Q.dtype).contiguous()
+        del S
+
+    def forward(self, Q, K, V):
+        self.reference_forward(Q, K, V)
+
+    def backward(self, Q, K, V):
+        raise NotImplementedError
+
+    def forward_backward(self, Q, K, V):
+        self.forward(Q, K, V)
+        self.backward(Q, K, V)
+
+    def setup(self):
+        """What a launch needs before it (nothing, unless a kernel says otherwise)."""
+
+    def launch(self, Q, K, V):
+        self.backward(Q, K, V)
+
+    def timed_launch(self, Q, K, V):
+        (self.backward if self.shape.mode == "bwd" else self.forward_backward)(Q, K, V)
+
+    def poison(self):
+        for b in self.bufs.values():
+            b.fill_(float("nan"))
+
+    def guard_intact(self) -> bool:
+        return all(bool(self.torch.isnan(b[-self.guard:]).all().item()) for b in self.bufs.values())
+
+    def attributes(self) -> dict:
+        raise NotImplementedError
+
+    def check(self, seed: int) -> float:
+        """The largest relative error of dQ, dK and dV against float64 on fresh inputs after poisoning them: over
+        the first and the last K/V head (each with its query heads); inf where an element was left unwritten."""
+        torch = self.torch
+        Q, K, V = self.inputs(seed)
+        self.poison()
+        self.setup()
+        self.launch(Q, K, V)
+        torch.cuda.synchronize()
+        if not self.guard_intact():
+            raise InputError("the kernel wrote past the end of a gradient")
+        if any(bool(torch.isnan(getattr(self, n)).any().item()) for n in ("dQ", "dK", "dV")):
+            return float("inf")
+        B, H, Hkv, Nq, Nk, d = self.dims
+        G = H // Hkv
+        worst = 0.0
+        for b, kv in sorted({(0, 0), (B - 1, Hkv - 1)}):
+            hs = slice(kv * G, (kv + 1) * G)
+            ref = reference_grads(torch, Q[b, hs], K[b, kv], V[b, kv], self.dO[b, hs], bool(self.shape.causal))
+            for got, want in zip((self.dQ[b, hs], self.dK[b, kv], self.dV[b, kv]), ref):
+                norm = torch.linalg.vector_norm(want)
+                e = float((torch.linalg.vector_norm(got.double() - want) / norm).item()) if norm > 0 else 0.0
+                worst = max(worst, e if math.isfinite(e) else float("inf"))
+        return worst
+
+
 REFERENCE_FLOPS = 2e11      # above this, the float64 reference is computed for a sample of heads (all are checked
                             # for unwritten elements)
 
@@ -235,7 +377,10 @@ REFERENCE_FLOPS = 2e11      # above this, the float64 reference is computed for 
 def check_correct(torch, runner, seed: int) -> float:
     """Relative error ||O - ref|| / ||ref|| on fresh random inputs, after poisoning the output. Every element of O
     must be written (no NaN left) and the guard behind it intact; for problems above REFERENCE_FLOPS the float64
-    reference covers the first and last head and 6 random ones."""
+    reference covers the first and last head and 6 random ones. A backward's runner checks its gradients itself
+    (GradRunner.check)."""
+    if isinstance(runner, GradRunner):
+        return runner.check(seed)
     Q, K, V = runner.inputs(seed)
     runner.poison()
     runner.setup()
@@ -279,7 +424,7 @@ def replace_row(path: Path, key: tuple, new: dict) -> None:
 
 
 def measure(configs: list[Config], out: Path, spec: GPUSpec | None, flush: bool = True, budget_ms: float = 200.0,
-            min_runs: int = 10, progress=None, command: str | None = None, verbose: bool = False,
+            min_runs: int = 10, progress=None, command: str | None = None, verbose: bool = False, target_s: float = 0.25,
             retime_unstable: bool = False) -> dict:
     """Measure every configuration not yet in ``out`` (and, with ``retime_unstable``, again those whose recorded
     timing was disturbed). Returns a summary (measured, retimed, skipped, failed)."""
@@ -317,7 +462,7 @@ def measure(configs: list[Config], out: Path, spec: GPUSpec | None, flush: bool 
             why = kern.why_not(spec, cfg.shape, cfg.tiles) if spec is not None else None
             if smem > props.shared_memory_per_block_optin or threads > 1024 or why:
                 reason, detail = "no-fit", why or f"{smem} B shared, {threads} threads"
-            elif spec is not None:
+            elif spec is not None and budget_ms > 0:
                 pred_ms = float(engine.evaluate(spec, kern, cfg.shape, cfg.tiles, cal).time_s) * 1e3
                 if pred_ms > budget_ms:
                     reason, detail = "budget", f"predicted {pred_ms:.1f} ms > {budget_ms:g} ms"
@@ -331,9 +476,13 @@ def measure(configs: list[Config], out: Path, spec: GPUSpec | None, flush: bool 
                 except torch.cuda.OutOfMemoryError:
                     reason, detail = "oom", "out of GPU memory"
                     torch.cuda.empty_cache()
+                except (RuntimeError, ValueError, TypeError, NotImplementedError) as e:
+                    # a configuration the library or the kernel refuses (no backend for it, say): recorded as skipped
+                    # with its reason, and the run goes on
+                    reason, detail = "error", f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]}"
             if reason is not None:
                 skips.add(dict(key, reason=reason, detail=detail, date=now()))
-                summary["failed" if reason in ("wrong", "oom") else "skipped"] += 1
+                summary["failed" if reason in ("wrong", "oom", "error") else "skipped"] += 1
                 if progress:
                     progress(i + 1, len(configs), cfg)
                 continue
@@ -343,7 +492,8 @@ def measure(configs: list[Config], out: Path, spec: GPUSpec | None, flush: bool 
             runner.timed_launch(Q, K, V)    # warm the clocks before the first reading
             torch.cuda.synchronize()
             before = clock.sm_mhz()
-            t = bencher.run(lambda: runner.timed_launch(Q, K, V), setup=runner.setup, min_runs=min_runs)
+            t = bencher.run(lambda: runner.timed_launch(Q, K, V), setup=runner.setup, min_runs=min_runs,
+                            target_s=target_s)
             after = clock.sm_mhz()
             row = dict(key, median_ms=f"{t.median_ms:.6g}", p20_ms=f"{t.p20_ms:.6g}", p80_ms=f"{t.p80_ms:.6g}",
                        n_runs=t.n_runs, rel_err=f"{err:.3g}", regs_per_thread=attrs["regs_per_thread"],

@@ -73,9 +73,11 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
              regs=None) -> Prediction:
     """Predict every configuration of (shape, tiles), which broadcast together. No fit check: callers that
     need one ask ``kernel.fits`` / ``kernel.why_not`` (a sweep keeps the non-fitting cells and masks them).
-    A forward-plus-backward call is its forward's launches, then its backward's."""
+    A forward-plus-backward call is its forward's launches (at the tiles ``Kernel.forward_tiles`` gives), then its
+    backward's (at ``tiles``)."""
     if shape.mode == "fwd_bwd":
-        fwd, bwd = (evaluate(gpu, kernel, shape.with_mode(m), tiles, cal, regs) for m in ("fwd", "bwd"))
+        fwd = evaluate(gpu, kernel, shape.with_mode("fwd"), kernel.forward_tiles(shape, tiles, gpu), cal)
+        bwd = evaluate(gpu, kernel, shape.with_mode("bwd"), tiles, cal, regs)
         return dataclasses.replace(
             fwd, shape=shape, counts=fwd.counts + bwd.counts, launches=fwd.launches + bwd.launches,
             traffic=memory.Traffic(*(a + b for a, b in zip(dataclasses.astuple(fwd.traffic)[:2],
@@ -93,7 +95,8 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
     def timed(counts, ln: Launch, key, **kw):
         """(blocks per SM, DRAM traffic, Timing) of one kernel's launch."""
         b = occupancy.blocks_per_sm(gpu, ln.threads, ln.regs, ln.smem_bytes)
-        m = memory.traffic(counts, shape.heads, ln.grid_blocks, b, gpu.sm_count, gpu.l2_bytes,
+        # the unit of re-use is a K/V head: the blocks of all its query heads read it (B * H heads without grouping)
+        m = memory.traffic(counts, shape.kv_heads, ln.grid_blocks, b, gpu.sm_count, gpu.l2_bytes,
                            l2_shared_bytes=cal.l2_shared_bytes)
         return b, m, timing.predict(counts, m, ln.grid_blocks, ln.threads, b, gpu, cal, key, **kw)
 

@@ -28,8 +28,7 @@ from pathlib import Path
 
 import torch
 
-CSRC = Path(__file__).resolve().parents[2] / "perfmodel" / "kernels" / "csrc"
-SOURCES = ["binding.cpp", "fa1.cu", "fa2.cu", "fa2_tc.cu", "probe.cu"]     # perfmodel/measure/build.py
+ROOT = Path(__file__).resolve().parents[2]
 CUDA_FLAGS = ["-O3", "-lineinfo"]
 TOL = {torch.float16: 2e-3, torch.bfloat16: 1.5e-2}
 LSE_TOL = 2e-3
@@ -40,28 +39,15 @@ _EXT = None
 
 
 def load(verbose: bool = False):
-    """Build (or reuse) the extension from this checkout's csrc, for this GPU's architecture only."""
+    """The kernels' extension module as perfmodel builds it (perfmodel.measure.build.load)."""
     global _EXT
-    if _EXT is not None:
-        return _EXT
-    from torch.utils import cpp_extension
-    import hashlib
+    if _EXT is None:
+        sys.path.insert(0, str(ROOT))
+        from perfmodel.measure import build
 
-    major, minor = torch.cuda.get_device_capability()
-    os.environ["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"
-    os.environ.setdefault("MAX_JOBS", "16")
-    h = hashlib.sha256()
-    for p in sorted(CSRC.iterdir()):
-        if p.suffix in (".cu", ".cpp", ".cuh"):
-            h.update(p.read_bytes())
-    h.update(f"{major}.{minor} {torch.__version__}".encode())
-    name = f"fa2_tc_infer_{h.hexdigest()[:12]}"
-    build_dir = Path(os.environ.get("PERFMODEL_BUILD_DIR", Path.home() / ".cache" / "perfmodel")) / name
-    build_dir.mkdir(parents=True, exist_ok=True)
-    t0 = time.time()
-    _EXT = cpp_extension.load(name=name, sources=[str(CSRC / s) for s in SOURCES], extra_cuda_cflags=CUDA_FLAGS,
-                              build_directory=str(build_dir), verbose=verbose)
-    print(f"extension {name} ready in {time.time() - t0:.0f} s", flush=True)
+        t0 = time.time()
+        _EXT = build.load(verbose=verbose)
+        print(f"extension ready in {time.time() - t0:.0f} s", flush=True)
     return _EXT
 
 

@@ -30,9 +30,9 @@ def test_instances_match_the_cuda_source():
 @pytest.mark.parametrize("Br,Bc", [(128, 64), (64, 128), (128, 128), (64, 32), (48, 40), (128, 176)])
 def test_causal_tile_count_equals_a_literal_loop(N, Br, Bc):
     literal = sum(math.ceil(min(N, (i + 1) * Br) / Bc) for i in range(math.ceil(N / Br)))
-    got, blocks = fa2_tc.kv_tiles(N, Br, Bc, True)
+    got, blocks = fa2_tc.kv_tiles(N, N, Br, Bc, True)
     assert int(got) == literal and int(blocks) == math.ceil(N / Br)
-    assert int(fa2_tc.kv_tiles(N, Br, Bc, False)[0]) == math.ceil(N / Br) * math.ceil(N / Bc)
+    assert int(fa2_tc.kv_tiles(N, N, Br, Bc, False)[0]) == math.ceil(N / Br) * math.ceil(N / Bc)
 
 
 @pytest.mark.parametrize("N", [128, 333, 1000, 1024, 4096])
@@ -45,7 +45,7 @@ def test_causal_first_touches_equal_a_literal_walk(N, Br, Bc):
     last = [math.ceil(min(N, (i + 1) * Br) / Bc) - 1 for i in range(Tr)]   # a block's first (diagonal) tile
     first_step = {t: min(l - t for l in last if l >= t) for t in range(last[-1] + 1)}
     literal = sum(1 for l in last for t in range(l + 1) if l - t == first_step[t])
-    c = fa2_tc.head_counts_fa2(N, 64, Br, Bc, 4, True, 2, fa2_tc.ARCH["sm_90"].overheads)
+    c = fa2_tc.head_counts_fa2(N, N, 64, Br, Bc, 4, True, 2, fa2_tc.ARCH["sm_90"].overheads)
     assert float(c.path_load_miss) / 2 * Tr == pytest.approx(literal)
 
 
@@ -126,9 +126,9 @@ def test_rtx3090_tensor_ceiling_is_the_fp32_accumulate_rate():
 def test_block_spread_is_the_heaviest_blocks_share(N, Br, Bc):
     """Causal: the heaviest block (the last Q tile, every key tile) over the mean block, from a literal loop."""
     per_block = [math.ceil(min(N, (i + 1) * Br) / Bc) for i in range(math.ceil(N / Br))]
-    c = fa2_tc.head_counts_fa2(N, 64, Br, Bc, 4, True, 2, {"tile": 0, "kstep": 0, "mask_elem": 0})
+    c = fa2_tc.head_counts_fa2(N, N, 64, Br, Bc, 4, True, 2, {"tile": 0, "kstep": 0, "mask_elem": 0})
     assert float(c.block_spread) == pytest.approx(max(per_block) / np.mean(per_block))
-    flat = fa2_tc.head_counts_fa2(N, 64, Br, Bc, 4, False, 2, {"tile": 0, "kstep": 0, "mask_elem": 0})
+    flat = fa2_tc.head_counts_fa2(N, N, 64, Br, Bc, 4, False, 2, {"tile": 0, "kstep": 0, "mask_elem": 0})
     assert float(flat.block_spread) == 1
 
 
@@ -140,7 +140,7 @@ def test_dispatch_profile_matches_a_literal_launch_order(heavy_first):
     N, Br, Bc = 2048, 128, 64
     tiles = [(i + 1) * Br // Bc for i in range(N // Br)]             # key tiles of Q tile i, causal
     order = tiles[::-1] if heavy_first else tiles
-    c = fa2_tc.head_counts_fa2(N, 64, Br, Bc, 4, True, 2, {"tile": 0, "kstep": 0, "mask_elem": 0},
+    c = fa2_tc.head_counts_fa2(N, N, 64, Br, Bc, 4, True, 2, {"tile": 0, "kstep": 0, "mask_elem": 0},
                                heavy_first=heavy_first)
     mean = np.mean(tiles)
     assert int(c.head_blocks) == len(tiles)
@@ -231,7 +231,7 @@ def test_a_warp_of_two_row_tiles_exposes_half_a_chain_a_tile(d):
     independent chains interleaved, so it exposes half a chain a KV tile; one of 16 rows (8 warps) a whole one.
     The tile loop's barriers and loads are the block's and do not halve."""
     o = {"tile": 0, "kstep": 0, "mask_elem": 0}
-    two, one = (fa2_tc.head_counts_fa2(4096, d, 128, 64, w, False, 2, o) for w in (4, 8))
+    two, one = (fa2_tc.head_counts_fa2(4096, 4096, d, 128, 64, w, False, 2, o) for w in (4, 8))
     tiles = 4096 / 64
     assert float(one.path_fp32) == tiles * (4 * 8 + 4) and float(one.path_mma) == tiles * (d // 16 + 4)
     for f in ("path_fp32", "path_mma", "path_shfl", "path_sfu"):
@@ -239,7 +239,7 @@ def test_a_warp_of_two_row_tiles_exposes_half_a_chain_a_tile(d):
     for f in ("path_sync", "path_load_miss", "path_gmem"):
         assert float(getattr(two, f)) == float(getattr(one, f)), f
     # a tile too short for its warps (no row tile a warp) is masked elsewhere; its counts stay finite
-    short = fa2_tc.head_counts_fa2(4096, d, 64, 64, 8, False, 2, o)
+    short = fa2_tc.head_counts_fa2(4096, 4096, d, 64, 64, 8, False, 2, o)
     assert np.isfinite(float(short.path_fp32))
 
 

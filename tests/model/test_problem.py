@@ -53,14 +53,14 @@ def test_a_sweep_vectorises_over_heads_and_both_lengths():
 
 
 def test_a_square_kernel_refuses_other_workloads_in_one_line():
-    r = CliRunner().invoke(main, ["predict", "--gpu", "h100", "--kernel", "fa2_tc", "--B", "2", "--H", "32",
+    r = CliRunner().invoke(main, ["predict", "--gpu", "h100", "--kernel", "fa2", "--B", "2", "--H", "32",
                                   "--Hkv", "8", "--Nq", "1", "--Nk", "4096", "--d", "128"])
     assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1
-    assert "fa2_tc does not run grouped K/V heads" in r.output
+    assert "fa2 does not run grouped K/V heads" in r.output and "kernels that do: fa2_tc, sdpa-flash" in r.output
     with pytest.raises(InputError, match="does not run mode bwd"):
-        api.predict(gpu="h200", kernel="sdpa-flash", B=1, H=32, N=32768, d=128, dtype="fp16", mode="bwd")
+        api.predict(gpu="h200", kernel="fa1", B=1, H=32, N=4096, d=64, mode="bwd")
     with pytest.raises(InputError, match="Nq != Nk"):
-        api.predict(gpu="h200", kernel="sdpa-cudnn", B=1, H=32, Nq=1, Nk=32768, d=128, dtype="fp16")
+        api.predict(gpu="h200", kernel="fa1", B=1, H=32, Nq=1, Nk=32768, d=64)
 
 
 def test_the_csv_reads_both_schemas_and_keeps_the_old_split(tmp_path):
@@ -80,7 +80,7 @@ def test_the_csv_reads_both_schemas_and_keeps_the_old_split(tmp_path):
     assert b.cols["Hkv"].tolist() == [8, 2] and b.cols["Nq"].tolist() == [512, 1]
     assert dataset.split_key(a.rows[0]) == dataset.split_key(b.rows[0]) == "toy-gqa,1,8,512,64,64,64,64,0"
     assert fit.in_training_split(a.rows[0]) == fit.in_training_split(b.rows[0])
-    assert dataset.split_key(b.rows[1]) == "toy-gqa,1,8,2,1,4096,64,64,64,64,0,fwd"
+    assert dataset.split_key(b.rows[1]) == "toy-gqa,1,8,2,1,4096,64,64,64,64,0,1,fwd"
 
 
 def test_the_committed_rows_keep_their_split():
