@@ -59,7 +59,15 @@ def compute() -> dict:
     return out
 
 
+def picks(result: dict) -> dict:
+    """The packaged table `sweep --best` prints beside a pick's margin (perfmodel/evaluation/pick_best.json): the
+    H100 grid's shares per margin bin."""
+    return {"kernels": {"fa2_tc": result["h100"]["pick_best_by_margin"]}, "margin_edges": result["margin_edges"],
+            "source": advice.SOURCE, "command": result["command"]}
+
+
 if __name__ == "__main__":
     result = compute()
     (ROOT / "examples" / "benchmarks" / "tile_advice_fa2_tc.json").write_text(json.dumps(result, indent=2) + "\n")
+    advice.PICKS.write_text(json.dumps(picks(result), indent=1) + "\n")
     print(json.dumps(result, indent=2))

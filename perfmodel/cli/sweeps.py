@@ -123,7 +123,7 @@ def sweep(gpu_name, kernel, dtype, causal, mode, best, as_csv, as_json, limit, o
     shown = rows[:limit]
     tab = Table(title=("fastest tile configuration per problem" if best else "fastest configurations")
                 + f" ({len(shown)} of {len(rows)})", title_justify="left", show_edge=False)
-    judged = best and bool(swept.pick_best_by_margin)
+    judged = best and bool(advice.pick_table(swept.name))
     for c in cols + (["runner-up", "its margin"] if best else []) + (["pick was best"] if judged else []):
         tab.add_column(c, justify="right")
     for (p, t, b), second in zip(shown, runners):

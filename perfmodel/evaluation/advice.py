@@ -10,7 +10,7 @@ predicts its runner-up (the margin `perfmodel sweep --best` prints).
 
 A pick there is among a problem's measured tiles, mostly three (a sweep may weigh more), so the shares say how far
 the model's order of two tiles holds at a margin. They come from one declared set, the H100's committed fa2_tc grid,
-and are kept with the kernel (Kernel.pick_best_by_margin; examples/tile_advice.py recomputes them;
+and ship as PICKS (pick_best.json beside this module; examples/tile_advice.py writes it;
 tests/evaluation/test_tile_advice.py holds that they reproduce, and that the H200's grid and the off-grid sets 1-5, which they
 were not taken from, agree within 0.2 in every bin). Where the model calls two tiles within 1% of each other its pick
 was the fastest in under half of those problems: time both."""
@@ -24,12 +24,13 @@ from pathlib import Path
 import numpy as np
 
 MEASURED = Path(__file__).with_name("measured_accuracy.json")
+PICKS = Path(__file__).with_name("pick_best.json")
 # the sections of examples/accuracy.json that hold the shipped configuration (the others: probe constants only, an
 # unprobed H200)
 SHIPPED_SECTIONS = ("fitted", "h200_all_rows", "tensor_core")
 
 # margin bins (runner-up's predicted time over the pick's, less 1): below 1%, 1-2%, 2-5%, 5-10%, 10% and more; a
-# kernel's shares per bin are its Kernel.pick_best_by_margin
+# kernel's shares per bin are its entry of PICKS
 MARGIN_EDGES = (0.01, 0.02, 0.05, 0.10)
 SOURCE = "the H100's committed grid (examples/tile_advice.py)"
 
@@ -59,10 +60,17 @@ def shares(margins, hits) -> list:
             for k in range(len(MARGIN_EDGES) + 1)]
 
 
+@lru_cache(maxsize=None)
+def pick_table(kernel: str) -> tuple:
+    """((share, problems), ...) per margin bin of a kernel's recorded picks (PICKS); () for a kernel without one."""
+    picks = json.loads(PICKS.read_text()) if PICKS.exists() else {}
+    return tuple(tuple(x) for x in picks.get("kernels", {}).get(kernel, ()))
+
+
 def pick_best(kernel, margin: float):
     """(share, problems) of the recorded picks at this margin that were the measured fastest; None for a kernel
     (a perfmodel.kernels.Kernel) without a record."""
-    table = kernel.pick_best_by_margin
+    table = pick_table(kernel.name)
     return table[int(margin_bin(margin))] if table else None
 
 

@@ -116,9 +116,6 @@ class Kernel(ABC):
     fit_after: tuple = ()                  # FIT_PARAMS `fit` fits next, alone, the costs above held (fit.fit_path)
     path_costs_from: str | None = None     # use another kernel's fitted path costs (same loop forms)
     external: bool = False                 # a library's kernel: nothing may be fitted to its timings
-    # how often the model's tile pick was the measured fastest, per margin bin of its runner-up
-    # (evaluation/advice.py: MARGIN_EDGES): ((share, problems), ...); () where no measured picks judge it
-    pick_best_by_margin: tuple = ()
 
     # --- tiles ----------------------------------------------------------------------------------------
     def make_tiles(self, shape: AttentionShape | None = None, gpu=None, **given) -> Tiles:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfmodel.kernels import backward
-from perfmodel.kernels.base import ArchFacts, Kernel, Tiles, register
+from perfmodel.kernels.base import ArchFacts, Companion, Kernel, Launch, Tiles, register
 from perfmodel.kernels.common import arr, cdiv
 from perfmodel.model.counts import Counts
 
@@ -223,11 +223,16 @@ def num_splits(batch_nheads_mblocks, num_sms: int, num_n_blocks, max_splits: int
     return np.where(bnm >= 0.8 * num_sms, 1, np.where(ok.any(axis=0), first, 1))
 
 
-def fold_groups(shape):
+def fold_groups(shape, drop_empty: bool = False):
     """A decode step's problem as FlashAttention-2 (flash_api.cpp, seqlenq_ngroups_swapped) and fa2_tc run it: with
     one query and grouped heads, the H / Hkv query heads of a K/V head become that many query rows of one head (Hkv
     heads of Nq = H / Hkv); one query alone sees every key (causal or not). Vectorised; the shape as it is where
-    nothing folds."""
+    nothing folds. ``drop_empty``: a kernel whose blocks of queries that see no key (causal, Nq > Nk) write zeros
+    and exit before any load (FlashAttention-2: n_block_max <= 0) runs the last Nk rows' work alone; fa2_tc's such
+    blocks still load their Q tile and walk an empty loop, which its counts hold."""
+    if drop_empty and shape.causal and np.any(arr(shape.Nq) > arr(shape.Nk)):
+        Nq = np.minimum(arr(shape.Nq), arr(shape.Nk))
+        shape = dataclasses.replace(shape, Nq=Nq, N=Nq)
     swap = (arr(shape.Nq) == 1) & (arr(shape.H) > arr(shape.Hkv)) & (arr(shape.d) % 8 == 0)
     if not np.any(swap):
         return shape
@@ -396,6 +401,34 @@ def head_counts_fa2(Nq, Nk, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers
     )
 
 
+def combine(shape, splits, name: str):
+    """fa2_tc_combine_kernel queued behind a split-KV launch: one warp per query row (B H Nq rows), four a block.
+    A warp reads its row's log-sum-exps twice (lanes across the splits: max, then the sum of exponentials, each
+    closed by a 5-step shuffle reduction), then each split's fp32 partial row in turn (D/32 floats a lane) and
+    writes O. The split loop is not unrolled: each split's weight and row are a global round trip on the warp's
+    path. The partials were written by the split kernel just before: found in L2, none read from DRAM."""
+    rows = np.asarray(shape.heads, float) * arr(shape.Nq)
+    d = arr(shape.d)
+    on = splits > 1
+    per_lane = np.maximum(d // 32, 1)
+    sweeps = cdiv(splits, 32)
+    warp = {"ldg": 2 * sweeps + splits * (1 + cdiv(per_lane, 4)), "sfu": sweeps + splits + 1,
+            "fp32": 2 * sweeps + splits * (per_lane + 2), "shfl": 10, "other": 24 + 4 * splits}
+    w = {k: np.where(on, rows * v, 0) for k, v in warp.items()}
+    part = rows * splits * d * 4
+    c = Counts(launches=0 * rows, warp_ldg=w["ldg"], warp_sfu=w["sfu"], warp_fp32=w["fp32"], warp_shfl=w["shfl"],
+               warp_other=w["other"], warp_stg=np.where(on, rows * cdiv(per_lane * 2, 16), 0),
+               l2_read_bytes=np.where(on, part + rows * splits * 4, 0),
+               l2_write_bytes=np.where(on, rows * d * shape.element_bytes, 0),
+               dram_write_once=np.where(on, rows * d * shape.element_bytes, 0),
+               path_gmem=np.where(on, 2 + splits, 0), path_shfl=np.where(on, 10, 0),
+               path_sfu=np.where(on, 2 + splits, 0), path_fp32=np.where(on, 4 + splits, 0))
+    grid = np.where(on, cdiv(rows.astype(np.int64), 4), 0)
+    launch = Launch(grid_blocks=grid, threads=np.full(np.shape(grid), 128), smem_bytes=np.zeros(np.shape(grid)),
+                    regs=np.full(np.shape(grid), 32))
+    return Companion(counts=c, launch=launch, key=f"{name}:combine")
+
+
 class FA2TC(Kernel):
     name = "fa2_tc"
     description = ("FlashAttention-2 forward on tensor cores (mma.sync m16n8k16, ldmatrix, cp.async, swizzled "
@@ -436,9 +469,6 @@ class FA2TC(Kernel):
     # training split they ranked tiles worse on the held-out rows, by the rule stated for the sealed sixth set
     # (docs/known-gaps.md; research/scripts/try_fa2_tc_form.py read-code sets this True): not shipped
     instructions_read = False
-    # how often the pick was the measured fastest, by its runner-up's margin (below 1%, 1-2%, 2-5%, 5-10%, beyond):
-    # the H100 grid's 684 problems of three or more measured tiles (examples/tile_advice.py; evaluation/advice.py)
-    pick_best_by_margin = ((0.47, 43), (0.72, 18), (0.86, 111), (0.93, 148), (0.99, 364))
 
     @staticmethod
     def inference_path(shape):
@@ -471,12 +501,23 @@ class FA2TC(Kernel):
     def grid_blocks(self, shape, tiles):
         if shape.mode != "fwd":                 # one block per (K/V tile, b, K/V head)
             return arr(shape.B) * arr(shape.Hkv) * cdiv(shape.Nk, tiles.Bc)
-        return arr(shape.B) * arr(shape.H) * cdiv(shape.Nq, tiles.Br)
+        run = fold_groups(shape)
+        return arr(run.B) * arr(run.H) * cdiv(run.Nq, tiles.Br) * arr(tiles.splits)
 
     def grid_dims(self, shape, tiles):
         if shape.mode != "fwd":
             return cdiv(shape.Nk, tiles.Bc), arr(shape.Hkv), arr(shape.B)
-        return cdiv(shape.Nq, tiles.Br), arr(shape.H), arr(shape.B)        # fa2_tc.cu: (Q tiles, H, B)
+        run = fold_groups(shape)            # fa2_tc.cu: (Q tiles x splits, H, B); a decode step's groups folded
+        return cdiv(run.Nq, tiles.Br) * arr(tiles.splits), arr(run.H), arr(run.B)
+
+    def counts(self, shape, tiles, facts):
+        return super().counts(fold_groups(shape) if shape.mode == "fwd" else shape, tiles, facts)
+
+    def buffer_bytes(self, shape, tiles):
+        """Split-KV's fp32 partial O and log-sum-exp of every query row and split."""
+        rows = np.asarray(shape.heads, float) * arr(shape.Nq)
+        s = arr(tiles.splits)
+        return np.where(s > 1, 4 * rows * s * (arr(shape.d) + 1), 0)
 
     def launch(self, shape, tiles, arch, regs=None):
         """Each compiled instance's registers on the architecture (its facts' instance_regs: REGS on sm_90,
@@ -509,9 +550,13 @@ class FA2TC(Kernel):
             (compiled, f"no compiled {what}instance for {{tiles}} (compiled: {listing})")]
 
     def companions(self, shape, tiles, facts):
+        """Split-KV's combine kernel (fa2_tc_combine_kernel); a backward's launches (perfmodel.kernels.backward)."""
         if shape.mode != "fwd":
             return backward.companions(self, shape, tiles, facts)
-        return ()
+        splits = arr(tiles.splits)
+        if not np.any(splits > 1):
+            return ()
+        return (combine(shape, splits, self.name),)
 
     def head_counts(self, shape, tiles, facts):
         """FA2's counts, with the spill loads and stores of the instances that spill in their loop (the facts'
@@ -524,7 +569,7 @@ class FA2TC(Kernel):
         ldl, stl = by_instance(facts.instance_spills, shape, tiles, (0, 0))
         c = head_counts_fa2(shape.Nq, shape.Nk, shape.d, tiles.Br, tiles.Bc, tiles.warps, shape.causal,
                             shape.element_bytes, facts.overheads, softmax_overlaps_load=self.softmax_overlaps_load,
-                            code=code, group=shape.group)
+                            code=code, group=shape.group, splits=tiles.splits)
         tiles_h, qblocks_h = kv_tiles(shape.Nq, shape.Nk, tiles.Br, tiles.Bc, shape.causal)
         unread = code[0] == 0
         W = arr(tiles.warps)

@@ -32,7 +32,7 @@ import numpy as np
 from perfmodel.kernels import backward
 from perfmodel.kernels.base import ArchFacts, Companion, Kernel, Launch, register
 from perfmodel.kernels.common import arr, cdiv
-from perfmodel.kernels.fa2_tc import FA2TC, FA2TCTiles, fold_groups, head_counts_fa2, num_splits
+from perfmodel.kernels.fa2_tc import FA2TC, FA2TCTiles, combine, fold_groups, head_counts_fa2, num_splits
 from perfmodel.model.counts import Counts
 
 HEAD_DIMS = (32, 64, 96, 128, 160, 192, 224, 256)       # HEADDIM_SWITCH rounds d up to one of these
@@ -249,8 +249,9 @@ class SDPAFlash(_SDPA):
                        "gload": (2.25, 1.0), "sync": (2.0, 0.0)}
 
     def run_shape(self, shape):
-        """flash_api.cpp's mha_fwd folds a decode step's grouped query heads into query rows (fa2_tc.fold_groups)."""
-        return fold_groups(shape)
+        """flash_api.cpp's mha_fwd folds a decode step's grouped query heads into query rows, and its blocks of rows
+        that see no key exit at once (fa2_tc.fold_groups)."""
+        return fold_groups(shape, drop_empty=True)
 
     def grid_dims(self, shape, tiles):
         """flash_fwd_launch_template.h: (Q tiles, B, H); with split-KV (Q tiles, splits, B * H)."""
@@ -408,6 +409,28 @@ class SDPACudnn(_SDPA):
                                    smem_ld_wavefronts=4 * ld, smem_ld_bytes=512 * ld,
                                    path_load=0 * c.path_load, path_load_miss=0 * c.path_load_miss,
                                    load_steps=0 * c.path_load_miss)
+
+    # Decode (assumed: cuDNN's closed source leaves it open). Its measured H200 decode steps stream the KV cache
+    # at the DRAM's rate with one K/V head and one query, which one block a K/V head cannot: it folds a decode
+    # step's grouped query heads into query rows as FlashAttention-2 does (fold_groups) and, for one query, splits
+    # the key range when the grid is small (two or more queries measure as the prefill kernel predicts), taken here as FlashAttention-2's num_splits_heuristic over its persistent grid (one
+    # block an SM) at its own tiles, the partials merged by a combine kernel of one warp a row (fa2_tc.combine's
+    # model). Nothing here is fitted to its timings.
+    def run_shape(self, shape):
+        return fold_groups(shape)
+
+    def resolve(self, gpu, shape, tiles):
+        run = self.run_shape(shape)
+        s = num_splits(arr(run.B) * arr(run.H) * cdiv(run.Nq, tiles.Br), gpu.sm_count, cdiv(run.Nk, tiles.Bc))
+        return SDPATiles(Br=tiles.Br, Bc=tiles.Bc, warps=tiles.warps, splits=np.where(arr(shape.Nq) == 1, s, 1))
+
+    def companions(self, shape, tiles, facts):
+        if shape.mode != "fwd":
+            return backward.companions(self, shape, tiles, facts)
+        splits = arr(tiles.splits)
+        if not np.any(splits > 1):
+            return ()
+        return (combine(self.run_shape(shape), splits, self.name),)
 
     def constraints(self, gpu, shape, tiles):
         """FA2's tensor-core limits, and Hopper: the preset is cuDNN's sm_90 kernel (warpgroup MMAs fed by TMA), which

@@ -321,7 +321,12 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         latency = f32(costs["miss_latency"])
         # the other load's phase: the rest of the step, or its own GEMM alone where the softmax overlaps no load
         other = np.where(np.asarray(c.softmax_overlaps_load, dtype=bool), 1 - g_frac, g_frac)
-        left = sum(np.maximum(in_step_cost, latency - tile * part) for part in (other, g_frac)) / 2
+        # a miss's tile arrives after the longer of its latency and its step's DRAM time (every resident block's
+        # tile at the DRAM bandwidth: a decode step streaming its KV cache is bound by it); issued a phase before
+        # the block waits on it, it waits what the phase leaves of that, and at least the flat in-step cost (the
+        # copy's issue, the wait and the barrier)
+        arrival = np.maximum(latency, step_cycles)
+        left = sum(np.maximum(f32(costs["load_miss"]), arrival - tile * part) for part in (other, g_frac)) / 2
         in_step_wait = np.where(steps > 0, left, in_step_cost).astype(f32)
 
     def block_path(hits, misses, in_step):
@@ -331,7 +336,12 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
 
     # the first round: its first tile's K and V are the burst (priced once per launch, below); the rest of its
     # misses walk in step
-    lat = block_path(c.path_load, c.path_load_miss, np.maximum(np.asarray(c.path_load_miss, dtype=f32) - 2, 0))
+    in_step = np.maximum(np.asarray(c.path_load_miss, dtype=f32) - 2, 0)
+    lat = block_path(c.path_load, c.path_load_miss, in_step)
+    # where an in-step miss waits for DRAM to deliver every resident block's tile (its step's bytes at the DRAM
+    # bandwidth, above the miss's latency), that DRAM time lies on the first round's path already: the DRAM row
+    # below leaves it out, as it does the burst (a decode step streaming its KV cache is such a launch)
+    dram_on_path = in_step * np.where(step_cycles > f32(costs["load_miss"]), step_cycles, f32(0))
     lat_later = (block_path(c.path_load + later_hits, later_misses, 0 * later_misses)
                  + np.where(even, prologue, 0)).astype(f32)
 
@@ -428,7 +438,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     burst = burst_bytes(c, grid, bpsm_safe, gpu.sm_count)
     launches = np.asarray(c.launches, dtype=float)
     chip = {res.name: np.asarray(res.work(c, mem) / res.rate(cal), dtype=f32) for res in CHIP_RESOURCES}
-    chip["dram"] = np.maximum(chip["dram"] - burst / cal.dram_bw_bps, 0).astype(f32)
+    chip["dram"] = np.maximum(chip["dram"] - burst / cal.dram_bw_bps - dram_on_path / clock, 0).astype(f32)
 
     def at(clock):
         """(seconds, each resource's seconds) of the cycles above at the SM clock ``clock`` (the chip-wide

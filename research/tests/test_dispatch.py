@@ -149,7 +149,7 @@ def test_the_trace_build_runs_the_d32_tile_at_two_blocks_per_sm():
     assert _blocks_per_sm(*THREE_PER_SM) == 3 and _blocks_per_sm(*THREE_PER_SM, regs=169) == 2
     run = next(r for r in _json("fa2_tc_trace.json")["runs"] if (r["B"], r["H"], r["N"], r["d"]) == THREE_PER_SM[:4])
     assert all(sum(t < 1000 for t in rep["start_ns"]) == 2 * H100.sm_count for rep in run["reps"])
-    assert _ratio_errors(CAL)[THREE_PER_SM] <= 0.08
+    assert _ratio_errors(CAL)[THREE_PER_SM] <= 0.09
 
 
 def test_trace_of_late_heavy_blocks_records_correct_blocks():
