@@ -257,7 +257,7 @@ def companions(kernel, shape, tiles, facts):
     d, b = arr(shape.d), shape.element_bytes
     pre, conv = _pre_and_convert(kernel, shape, rows, d, b)
     out = [pre, conv]
-    if kernel.name == "sdpa-flash":
+    if kernel.name == "sdpa-flash" and np.any(np.asarray(shape.group) > 1):
         # flash_api.cpp mha_bwd: with grouped heads dK and dV come out per query head and at::sum reduces each over
         # the group (two reduction kernels): reads B Nk H d twice, writes B Nk Hkv d twice
         grouped = np.asarray(shape.group) > 1
