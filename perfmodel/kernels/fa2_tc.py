@@ -494,6 +494,11 @@ class FA2TC(Kernel):
         s = num_splits(arr(run.B) * arr(run.H) * cdiv(run.Nq, Br), 2 * sms, cdiv(run.Nk, Bc))
         return FA2TCTiles(Br, Bc, w, splits=int(np.max(s)))
 
+    def forward_tiles(self, shape, tiles, gpu=None):
+        """The forward of a forward-plus-backward call: each problem's default forward tiles (vectorised over the
+        problems of a shape, as the measured rows give them)."""
+        return backward.each_problem(self, shape.with_mode("fwd"), gpu)
+
     def sweep_values(self, name):
         col = {"Br": 1, "Bc": 2, "warps": 3}.get(name)
         return None if col is None else sorted({i[col] for i in INSTANCES})

@@ -96,8 +96,16 @@ class _SDPA(Kernel):
         """The library's own tiles for this problem on this GPU (an sm_90 GPU when none is given)."""
         d = int(np.asarray(shape.d)) if shape is not None else 128
         causal = bool(shape.causal) if shape is not None else False
-        Br, Bc, w = self.preset(gpu, d, causal)
+        Br, Bc, w = self.mode_preset(gpu, d, causal, shape.mode if shape is not None else "fwd")
         return SDPATiles(Br, Bc, w)
+
+    def mode_preset(self, gpu, d, causal, mode):
+        """The forward's preset, or the backward's tiles (perfmodel.kernels.backward) for mode bwd and fwd_bwd."""
+        return self.preset(gpu, d, causal) if mode == "fwd" else backward.library_tiles(self, d, causal)
+
+    def forward_tiles(self, shape, tiles, gpu=None):
+        """The forward of a forward-plus-backward call runs the library's own forward tiles (every problem's)."""
+        return self.library_tiles(shape.with_mode("fwd"), gpu)
 
     def library_tiles(self, shape, gpu):
         """The preset's tiles for every problem of a vectorised shape (a measured row's tile columns record the
@@ -106,7 +114,7 @@ class _SDPA(Kernel):
         out = np.zeros((3,) + d.shape, np.int64)
         for dd, cz in set(zip(d.ravel().tolist(), causal.ravel().tolist())):
             sel = (d == dd) & (causal == cz)
-            out[:, sel] = np.array(self.preset(gpu, int(dd), bool(cz)))[:, None]
+            out[:, sel] = np.array(self.mode_preset(gpu, int(dd), bool(cz), shape.mode))[:, None]
         return SDPATiles(Br=out[0], Bc=out[1], warps=out[2])
 
     def sweep_values(self, name):
@@ -117,6 +125,10 @@ class _SDPA(Kernel):
         kernels run 4 or 8 (consumer) warps, each owning 16 query rows per row tile (``Tile<16 * kNWarps, ...>``),
         and a KV tile of whole 16-key MMA k-steps."""
         Br, Bc, W = (arr(x) for x in (tiles.Br, tiles.Bc, tiles.warps))
+        if shape.mode != "fwd":              # the backward's warps split both the rows and the keys of a tile
+            return self.tensor_core_limits(gpu, shape) + [
+                ((W == 4) | (W == 8), "tile {tiles}: FlashAttention's kernels run 4 or 8 warps a block"),
+                ((Br % 16 == 0) & (Bc % 16 == 0), "tile {tiles}: Br and Bc must be multiples of 16")]
         return self.tensor_core_limits(gpu, shape) + [
             ((W == 4) | (W == 8), "tile {tiles}: FlashAttention's kernels run 4 or 8 warps a block"),
             (Br % (16 * np.maximum(W, 1)) == 0, "tile {tiles}: Br must be a multiple of 16 x warps (16 query rows a "
@@ -128,6 +140,8 @@ class _SDPA(Kernel):
         return shape
 
     def grid_blocks(self, shape, tiles):
+        if shape.mode != "fwd":
+            return backward.grid_blocks(self, shape, tiles)
         shape = self.run_shape(shape)
         return arr(shape.B) * arr(shape.H) * cdiv(shape.Nq, tiles.Br) * arr(tiles.splits)
 
@@ -137,7 +151,12 @@ class _SDPA(Kernel):
         return super().counts(self.run_shape(shape), tiles, facts)
 
     def smem_bytes(self, shape, tiles):
+        if shape.mode != "fwd":
+            return backward.smem_bytes(shape, tiles)
         return (arr(tiles.Br) + 2 * arr(tiles.Bc)) * arr(shape.d) * 2
+
+    def companions(self, shape, tiles, facts):
+        return backward.companions(self, shape, tiles, facts) if shape.mode != "fwd" else ()
 
     elem_fp32 = 3          # FP32-pipe instructions per attention score, softmax's (fa2_tc's: FMNMX, FFMA, FADD)
 
@@ -254,7 +273,10 @@ class SDPAFlash(_SDPA):
         return fold_groups(shape, drop_empty=True)
 
     def grid_dims(self, shape, tiles):
-        """flash_fwd_launch_template.h: (Q tiles, B, H); with split-KV (Q tiles, splits, B * H)."""
+        """flash_fwd_launch_template.h: (Q tiles, B, H); with split-KV (Q tiles, splits, B * H); the backward's
+        (K tiles, B, H)."""
+        if shape.mode != "fwd":
+            return cdiv(shape.Nk, tiles.Bc), arr(shape.B), arr(shape.H)
         shape = self.run_shape(shape)
         s, B, H = arr(tiles.splits), arr(shape.B), arr(shape.H)
         return cdiv(shape.Nq, tiles.Br), np.where(s > 1, s, B), np.where(s > 1, B * H, H)
@@ -359,7 +381,10 @@ class SDPAFlash(_SDPA):
                 + (f" (not {asked[0]}x{asked[1]}/{asked[2]}w)" if asked != ran else ""))
 
     def resolve(self, gpu, shape, tiles):
-        """The split-KV kernel when the grid is small (set_params_splitkv: 64-row tiles, 4 warps)."""
+        """The split-KV kernel when the grid is small (set_params_splitkv: 64-row tiles, 4 warps); the backward never
+        splits."""
+        if shape.mode != "fwd":
+            return tiles
         shape = self.run_shape(shape)
         d = arr(shape.d)
         block_n = np.where(d <= 64, 256, np.where(d <= 128, 128, 64))
@@ -442,6 +467,8 @@ class SDPACudnn(_SDPA):
     def smem_bytes(self, shape, tiles):
         """The launch's shared memory at its own 128 x 128 tiles (K/V stages beyond one tile each); else one Q and
         one K and V tile."""
+        if shape.mode != "fwd":          # (assumed: at d = 256 it holds one Q/dO stage less, to fit a block)
+            return np.minimum(super().smem_bytes(shape, tiles), 232448)
         d, Br, Bc = arr(shape.d), arr(tiles.Br), arr(tiles.Bc)
         seen = np.zeros(np.shape(d), np.int64)
         for hd, b in self.LAUNCH_SMEM.items():

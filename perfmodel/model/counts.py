@@ -136,11 +136,15 @@ class Counts:
     # stop sharing their SM evenly and split it in the schedulers' age order, the youngest ending last (timing: the
     # age-ordered tail, a kernel's fit ``age_tail``); 0: they share it evenly
     age_split_warps: object = 0
+    # the share of the shared-memory pipe's time that adds to the tensor pipe's instead of overlapping it: warps
+    # that hold no registers to load the next MMA fragments ahead wait on each ldmatrix before their MMAs, and the
+    # block's warps walk the same GEMM phase together (timing: the tensor pipe's part of the join); 0: they overlap
+    smem_serial: object = 0
 
     # fields that describe the launch's blocks, not amounts: they neither add (the larger holds) nor scale
     RATIOS = ("block_spread", "head_blocks", "block_step", "launches", "queued_ops", "burst_sharers",
               "later_miss_share", "sched_rows", "code_once_kib", "code_loop_kib", "load_steps", "gemm_phase_share",
-              "softmax_overlaps_load", "age_split_warps")
+              "softmax_overlaps_load", "age_split_warps", "smem_serial")
     # amounts per head or per block: a launch's counts keep them as one head's (Kernel.counts)
     UNSCALED = ("reuse_live_bytes", "burst_own_bytes", "burst_kv_bytes")
 

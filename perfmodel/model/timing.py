@@ -253,6 +253,8 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     groups = [[(m, 1.0) if isinstance(m, str) else m for m in g] for g in serial]
     path_serial = any(n == "latency" for g in groups for n, _ in g)
 
+    smem_serial = (np.asarray(c.smem_serial, dtype=f32) if np.any(np.asarray(c.smem_serial) > 0) else None)
+
     def _joined(t):
         """The SM resources' cycles ``t`` with a kernel's serial groups summed."""
         parts = dict(t)
@@ -263,6 +265,11 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
             rest = {n: parts.pop(n) * f32(1 - w) for n, w in items}
             parts["+".join(n for n, _ in items)] = chain
             parts.update({n: rest[n] for n, w in items if w < 1})
+        if smem_serial is not None:    # Counts.smem_serial: that share of shared memory's time adds to the MMAs'
+            lead = next((k for k in parts if "tensor" in k.split("+")), None)
+            if lead is not None:
+                parts[lead] = parts[lead] + parts["smem"] * smem_serial
+                parts["smem"] = parts["smem"] * (f32(1) - smem_serial)
         return list(parts.values())
 
     def join(t, path, r):
