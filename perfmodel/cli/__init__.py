@@ -43,3 +43,4 @@ def main():
 
 
 from perfmodel.cli import evaluate, measure, plots, predict, sweeps  # noqa: E402,F401  (registration)
+from perfmodel.cli import llm  # noqa: E402,F401,I001  (registration: `perfmodel llm`)
