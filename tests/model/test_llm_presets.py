@@ -2,6 +2,7 @@
 table below is typed from those configs), bad files are one-line errors naming the file and the field, and
 perfmodel.llm's per-layer figures are the sum of perfmodel.predict over the same shapes."""
 
+import re
 import math
 from pathlib import Path
 
@@ -168,7 +169,7 @@ def test_outside_the_measured_ranges_is_flagged():
     by = {(e.gpu, e.kernel): e for e in r.estimates}
     assert by["h100-sxm", "fa2_tc"].accuracy == "outside measured Nq"
     assert "Nq" in by["h100-sxm", "sdpa-flash"].outside
-    assert by["h200", "fa2_tc"].accuracy.startswith("±3.2% (") and not by["h200", "fa2_tc"].outside
+    assert re.match(r"±\d+\.\d% \(", by["h200", "fa2_tc"].accuracy) and not by["h200", "fa2_tc"].outside
     r = perfmodel.llm(model="llama-3.1-8b", gpu="a100-80gb", batch=8, prompt=1024)
     assert {e.accuracy for e in r.estimates if e.supported} == {"unmeasured"}
     assert [e.reason.split(" (")[0] for e in r.estimates if not e.supported] == ["models cuDNN's Hopper kernel"]
