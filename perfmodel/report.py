@@ -116,7 +116,7 @@ def prediction_dict(pred) -> dict:
                      for lt in pred.launches if _f(lt.launch.grid_blocks) > 0],
         # how this kernel's predictions fared against the committed measurements, on this GPU and on those measured,
         # with the shipped calibrations (``shipped_calibration``: whether this prediction uses this GPU's)
-        "measured_accuracy": dict(advice.measured_accuracy(pred.kernel, pred.gpu.key),
+        "measured_accuracy": dict(advice.measured_accuracy(pred.kernel, pred.gpu.key, advice.workload_of(s)),
                                   shipped_calibration=pred.calibration.shipped),
     }
 
@@ -139,16 +139,19 @@ def achieved(pred) -> dict:
 def _accuracy_line(kernel: str, acc: dict) -> str:
     """One line on how the kernel's predictions fared against measurements (prediction_dict's measured_accuracy)."""
     here = acc.get("this_gpu")
+    what = acc.get("workload", "plain")
+    of = "" if what == "plain" else f" on {what}"
     if here:
         rows = (f"{here['rows']} held-out launches" if here["split"] == "test"
                 else f"{here['rows']} launches, none of them fitted to")
-        text = (f"measured on this GPU: {here['mape']:.1f}% mean error, {here['max_ape']:.0f}% worst, over {rows} "
-                f"(examples/accuracy.json)")
+        source = "examples/accuracy.json" if what == "plain" else "examples/benchmarks/workloads.json"
+        text = (f"measured on this GPU{of}: {here['mape']:.1f}% mean error, {here['max_ape']:.0f}% worst, over {rows} "
+                f"({source})")
         return text if acc.get("shipped_calibration", True) else text + ", with its shipped calibration, not this one"
     if acc.get("gpus"):
-        return (f"not measured on this GPU, so its error here is unknown; {kernel} on the GPUs measured: "
+        return (f"not measured on this GPU{of}, so its error here is unknown; {kernel}{of} on the GPUs measured: "
                 + ", ".join(f"{g} {e['mape']:.1f}% mean ({e['max_ape']:.0f}% worst)" for g, e in acc["gpus"].items()))
-    return f"{kernel} has not been measured: its prediction is unvalidated"
+    return f"{kernel} has not been measured{of}: its prediction is unvalidated"
 
 
 def seed_dict(gpu, kernel: str, params: dict, sp) -> dict:

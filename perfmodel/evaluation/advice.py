@@ -25,6 +25,9 @@ import numpy as np
 
 MEASURED = Path(__file__).with_name("measured_accuracy.json")
 PICKS = Path(__file__).with_name("pick_best.json")
+# per kernel, GPU and workload (decode, grouped prefill, cross-attention, bwd, fwd_bwd): the error on the H200's
+# inference and training datasets (examples/workloads.py writes it)
+WORKLOADS = Path(__file__).with_name("measured_workloads.json")
 # the sections of examples/accuracy.json that hold the shipped configuration (the others: probe constants only, an
 # unprobed H200)
 SHIPPED_SECTIONS = ("fitted", "h200_all_rows", "tensor_core")
@@ -90,8 +93,30 @@ def _measured() -> dict:
     return json.loads(MEASURED.read_text()) if MEASURED.exists() else {}
 
 
-def measured_accuracy(kernel: str, gpu_key: str) -> dict:
-    """How the kernel's predictions fared against measurements: {"this_gpu": entry or None, "gpus": {gpu key:
-    entry}} (entries as measured_table's; "gpus" empty where the kernel was never measured)."""
-    by_gpu = _measured().get(kernel, {})
-    return {"this_gpu": by_gpu.get(gpu_key), "gpus": dict(by_gpu)}
+def workload_of(shape) -> str:
+    """A scalar problem's workload, as the accuracy records name them: plain (square, all heads, forward), decode
+    (up to 128 queries against more keys), grouped prefill, cross-attention, or its mode (bwd, fwd_bwd)."""
+    if shape.mode != "fwd":
+        return shape.mode
+    Nq, Nk, H, Hkv = (int(np.asarray(x)) for x in (shape.Nq, shape.Nk, shape.H, shape.Hkv))
+    if Nq <= 128 and Nk > Nq:
+        return "decode"
+    if Hkv != H:
+        return "grouped prefill"
+    return "cross-attention" if Nq != Nk else "plain"
+
+
+@lru_cache(maxsize=1)
+def _workloads() -> dict:
+    return json.loads(WORKLOADS.read_text()) if WORKLOADS.exists() else {}
+
+
+def measured_accuracy(kernel: str, gpu_key: str, workload: str = "plain") -> dict:
+    """How the kernel's predictions fared against measurements of this workload: {"this_gpu": entry or None, "gpus":
+    {gpu key: entry}, "workload": its name} (entries as measured_table's; "gpus" empty where the kernel was never
+    measured on this workload)."""
+    if workload == "plain":
+        by_gpu = _measured().get(kernel, {})
+    else:
+        by_gpu = {g: w[workload] for g, w in _workloads().get(kernel, {}).items() if workload in w}
+    return {"this_gpu": by_gpu.get(gpu_key), "gpus": dict(by_gpu), "workload": workload}
