@@ -120,14 +120,9 @@ def figure_path(path: str) -> str:
 
 
 def output_path(path: str) -> str:
-    import os
+    """Checked before any work: one line for a folder, a special file, a missing or read-only folder, a name
+    too long."""
+    from perfmodel.io import check_writable
 
-    p = Path(path)
-    if p.is_dir():
-        raise InputError(f"output '{path}' is a folder")
-    parent = p.resolve().parent
-    if not parent.is_dir():
-        raise InputError(f"output '{path}': folder {parent} does not exist")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise InputError(f"output '{path}': not writable")
+    check_writable(path)
     return path

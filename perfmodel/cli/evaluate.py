@@ -70,22 +70,22 @@ def validate(files, gpu_name, cal_path, no_calibration, no_fits, split, worst, a
         out.print(w)
 
 
-def _rewrite_calibration(cal_path, update) -> None:
-    """Apply ``update(raw)`` to a calibration YAML, keeping its comment header."""
-    import yaml
-
+def _rewrite_calibration(cal_path, kernel: str, entry: dict) -> None:
+    """Set ``path_fits.<kernel>`` in a calibration YAML: only that entry's lines change (every comment and every
+    other value stays as written), and the file is replaced atomically (perfmodel.io.write_atomic), so a full disk
+    or a size limit leaves it whole."""
     from perfmodel.errors import read_text, read_yaml
+    from perfmodel.io import set_yaml_entry, write_atomic
 
-    header = "".join(line for line in read_text(cal_path, "calibration file").splitlines(keepends=True)
-                     if line.startswith("#"))
+    text = read_text(cal_path, "calibration file")
     raw = read_yaml(cal_path, "calibration file")
     if not isinstance(raw, dict) or not isinstance(raw.get("path_fits") or {}, dict):
         raise InputError(f"{cal_path}: not a calibration file with a 'path_fits' mapping")
-    raw["path_fits"] = raw.get("path_fits") or {}
-    update(raw)
-    with open(cal_path, "w") as f:
-        f.write(header)
-        yaml.safe_dump(raw, f, sort_keys=False)
+    try:
+        new = set_yaml_entry(text, "path_fits", kernel, entry)
+    except InputError as exc:
+        raise InputError(f"{cal_path}: {exc}") from None
+    write_atomic(cal_path, new, "calibration file")
 
 
 def _command() -> str:
@@ -124,7 +124,7 @@ def fit(files, kernel, gpu_name, cal_path, from_path, ranking_share, after_only)
             raise InputError(f"{from_path} has no fitted path costs for {kernel}")
         calibration._costs(from_path, f"path_fits.{kernel}.costs", entry.get("costs"))   # finite, known features
         entry = dict(entry, carried_over={"from": str(from_path), "command": _command()})
-        _rewrite_calibration(cal_path, lambda raw: raw.setdefault("path_fits", {}).__setitem__(kernel, entry))
+        _rewrite_calibration(cal_path, kernel, entry)
         err.print(f"carried path_fits.{kernel} from {from_path} into {cal_path}")
         return
     if not files:
@@ -153,7 +153,7 @@ def fit(files, kernel, gpu_name, cal_path, from_path, ranking_share, after_only)
         result = fit_mod.fit_path(spec, cal, ms, ranking_share=ranking_share)
         result["training"]["data"] = list(ms.files)
         result["training"]["command"] = _command()
-    _rewrite_calibration(cal_path, lambda raw: raw.setdefault("path_fits", {}).__setitem__(kernel, result))
+    _rewrite_calibration(cal_path, kernel, result)
     fitted = result["training"].get("fitted_after", result["training"])
     err.print(f"{kernel}: {result['training']['rows']} training rows, MAPE on them "
               f"{fitted['mape_on_training_rows']:.1f}%; costs "

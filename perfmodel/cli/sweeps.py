@@ -168,8 +168,9 @@ def bench(gpu_name, kernel, record_path):
              command=f"perfmodel bench --gpu {gpu_name} --kernel {kernel}")
     click.echo(report.dumps(r))
     if record_path:
-        with open(record_path, "w") as f:
-            f.write(report.dumps(r) + "\n")
+        from perfmodel.io import write_atomic
+
+        write_atomic(record_path, report.dumps(r) + "\n", "record")
 
 
 @main.command()
