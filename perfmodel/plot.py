@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-import matplotlib
+import os
+import sys
+
+if "matplotlib" not in sys.modules:
+    os.environ["MPLBACKEND"] = "Agg"        # files only: a user's MPLBACKEND (even an unknown one) plays no part
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 

@@ -27,37 +27,53 @@ from perfmodel.shape import AXES
 @click.option("--split", type=click.Choice(val.SPLITS), default="test", show_default=True,
               help="rows to score: held out from fitting (test), the training split, or all")
 @click.option("--worst", default=0, show_default=True, type=click.IntRange(min=0), help="also list the N worst rows")
+@click.option("--baselines", is_flag=True, help="also the seed model's and a plain roofline's errors (wide table)")
 @json_option
-def validate(files, gpu_name, cal_path, no_calibration, no_fits, split, worst, as_json):
+def validate(files, gpu_name, cal_path, no_calibration, no_fits, split, worst, baselines, as_json):
     """Compare predictions (ours and the seed's) with measured CSV rows."""
     sets = dataset.load(files, note=lambda m: err.print(m))
     evals = val.evaluate(sets, gpu_name, cal_path, use_builtin_calibration=not no_calibration, split=split,
                          use_fits=not no_fits)
     summaries = [e.summary() for e in evals]
     if as_json:
+        # one key per group, never one over another: the kernel; kernel/GPU where a kernel comes from several
+        # GPUs; and the measurement files where those still collide (two GPUs' rows predicted on one --gpu)
         keyed = {}
         for s in summaries:
             key = s["kernel"] if sum(t["kernel"] == s["kernel"] for t in summaries) == 1 else f"{s['kernel']}/{s['gpu']}"
+            if sum(f"{t['kernel']}/{t['gpu']}" == f"{s['kernel']}/{s['gpu']}" for t in summaries) > 1:
+                key = f"{key} ({', '.join(s['files'])})"
+            while key in keyed:
+                key += "'"
             keyed[key] = s
         click.echo(report.dumps(keyed))
         return
     t = Table(title=f"predicted vs measured (absolute percent error), {split} rows", title_justify="left",
               show_edge=False)
-    for col in ("kernel", "GPU", "n", "path costs", "MAPE", "median", "worst", "Spearman", "seed MAPE",
-                "seed median", "seed worst", "seed Spearman", "roofline MAPE", "roofline worst"):
-        t.add_column(col, justify="right" if col not in ("kernel", "GPU", "path costs") else "left")
+    base = Table(title="baselines on the same rows: the seed model and a plain roofline", title_justify="left",
+                 show_edge=False)
+    for table, cols in ((t, ["kernel", "GPU", "n", "path costs", "MAPE", "median", "worst", "Spearman"]),
+                        (base, ["kernel", "GPU", "seed MAPE", "seed worst", "roof MAPE", "roof worst"])):
+        for col in cols:
+            table.add_column(col, justify="right" if col not in ("kernel", "GPU", "path costs") else "left",
+                             no_wrap=True)
     fmt = lambda v, f: "—" if v is None or not np.isfinite(v) else format(v, f)
     for s in summaries:
-        t.add_row(s["kernel"], s["gpu"], str(s["n"]), "fitted" if s["path_costs_fitted"] else "probe",
-                  fmt(s["mape"], ".1f") + "%", fmt(s["median_ape"], ".1f") + "%", fmt(s["max_ape"], ".1f") + "%",
-                  fmt(s["spearman"], ".3f"), fmt(s["seed_mape"], ".1f") + "%", fmt(s["seed_median_ape"], ".1f") + "%",
-                  fmt(s["seed_max_ape"], ".0f") + "%", fmt(s["seed_spearman"], ".3f"),
-                  fmt(s["roofline_mape"], ".1f") + "%", fmt(s["roofline_max_ape"], ".0f") + "%")
+        row = [s["kernel"], s["gpu"], str(s["n"]), "fitted" if s["path_costs_fitted"] else "probe",
+               report.error_pct(s["mape"]), report.error_pct(s["median_ape"]), report.error_pct(s["max_ape"]),
+               fmt(s["spearman"], ".3f")]
+        t.add_row(*row)
+        base.add_row(s["kernel"], s["gpu"], report.error_pct(s["seed_mape"]), report.error_pct(s["seed_max_ape"]),
+                     report.error_pct(s["roofline_mape"]), report.error_pct(s["roofline_max_ape"]))
     out.print(t)
+    if baselines:
+        out.print(base)
     out.print("Spearman: rank correlation over tile configurations at fixed (B, H, N, d), averaged over groups "
               "of three or more. Path costs: 'probe' = microbenchmark constants only; 'fitted' = the kernel's path "
-              "costs were fitted on the training split (perfmodel fit), which 'test' rows exclude. Roofline: max(FLOPs / the "
-              "datasheet's dense peak of the dtype (tensor cores for fp16/bf16), DRAM bytes / bandwidth).")
+              "costs were fitted on the training split (perfmodel fit), which 'test' rows exclude."
+              + (" Roofline: max(FLOPs / the datasheet's dense peak of the dtype (tensor cores for fp16/bf16), "
+                 "DRAM bytes / bandwidth). An error of 1000% or more is printed as the ratio it is (predicted / "
+                 "measured)." if baselines else " --baselines adds the seed model's and a roofline's errors."))
     for e in evals[: len(evals) if worst else 0]:
         order = np.argsort(-e.ape)[:worst]
         w = Table(title=f"worst {len(order)}: {e.kernel} on {e.gpu}", title_justify="left", show_edge=False)

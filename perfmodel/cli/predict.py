@@ -60,12 +60,20 @@ def gpus(ctx, as_json):
                                   "smem_per_sm_bytes": s.smem_per_sm_bytes} for s in specs]))
         return
     t = Table(show_edge=False)
-    for col in ("name", "GPU", "aliases", "arch", "SMs", "FP32 TFLOP/s", "DRAM GB/s", "L2", "smem/SM"):
-        t.add_column(col)
+    # fits 80 columns, names and figures whole: below 120 columns the aliases follow the table, one line each
+    wide = out.width >= 120
+    for col in ("name", "GPU") + (("aliases",) if wide else ()) + ("arch", "SMs", "FP32\nTFLOP/s", "DRAM\nGB/s",
+                                                                    "L2", "smem\n/SM"):
+        t.add_column(col, no_wrap=True, justify="left" if col in ("name", "GPU", "aliases", "arch") else "right")
     for s in specs:
-        t.add_row(s.key, s.name, ", ".join(s.aliases), s.sm, str(s.sm_count), f"{s.fp32_tflops:g}",
+        t.add_row(s.key, s.name.removeprefix("NVIDIA "), *([", ".join(s.aliases)] if wide else []), s.sm, str(s.sm_count), f"{s.fp32_tflops:g}",
                   f"{s.dram_bw_gbps:g}", report.binary(s.l2_bytes), report.binary(s.smem_per_sm_bytes))
     out.print(t)
+    if not wide:
+        out.print("aliases:")
+        for s in specs:
+            if s.aliases:
+                out.print(f"  {s.key}: {', '.join(s.aliases)}", soft_wrap=False)
 
 
 @gpus.command("show")
