@@ -341,7 +341,10 @@ def _alias_table() -> tuple[dict[str, str], dict[str, str]]:
                 raise
             bad[stem] = str(exc)
             continue
-        raw = raw if isinstance(raw, dict) else {}
+        if not isinstance(raw, dict):
+            if stem not in builtin:
+                bad[stem] = f"{specs[stem]}: expected a mapping of fields, got {type(raw).__name__}"
+            continue
         aliases = raw.get("aliases", []) or []
         for alias in aliases if isinstance(aliases, list) else []:
             table.setdefault(str(alias).lower(), stem)
