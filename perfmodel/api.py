@@ -16,6 +16,7 @@ fwd_bwd).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,13 +33,28 @@ def load_gpu(gpu) -> GPUSpec:
     """A GPUSpec from a built-in name or alias, a YAML path, or a GPUSpec (returned as is)."""
     if isinstance(gpu, GPUSpec):
         return gpu
+    if isinstance(gpu, os.PathLike) and isinstance(os.fspath(gpu), str):
+        gpu = os.fspath(gpu)
     if not isinstance(gpu, str) or not gpu.strip():
         raise InputError(f"a GPU is a name, a YAML path or a GPUSpec, got {gpu!r}")
     return gpu_mod.resolve(gpu)
 
 
+def _flag(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise InputError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def load_calibration(spec: GPUSpec, calibration=None, use_builtin: bool = True, use_fits: bool = True):
-    return cal_mod.resolve(spec, calibration, use_builtin=use_builtin, use_fits=use_fits)
+    """``calibration``: None (the GPU's shipped one, if any), or a calibration YAML path (str or os.PathLike)."""
+    if calibration is not None:
+        path = os.fspath(calibration) if isinstance(calibration, os.PathLike) else calibration
+        if not isinstance(path, str) or not path.strip():
+            raise InputError(f"calibration is a YAML path (str or pathlib.Path) or None, got {calibration!r}")
+        calibration = path
+    return cal_mod.resolve(spec, calibration, use_builtin=_flag("use_builtin_calibration", use_builtin),
+                           use_fits=_flag("use_fits", use_fits))
 
 
 def kernel_dtype(k, dtype=None) -> str:

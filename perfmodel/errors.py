@@ -14,20 +14,53 @@ class InputError(ValueError):
     """Raised for impossible sizes, unknown GPUs, malformed spec files, missing toolchains, ..."""
 
 
+def read_bytes(path, what: str, limit: int = MAX_TEXT_BYTES) -> bytes:
+    """At most ``limit`` bytes of a file, else an InputError naming ``what``. Opened without blocking (a FIFO with
+    no writer reads as empty instead of hanging) and read to at most limit + 1 bytes, so a device (/dev/zero), a
+    pipe or /dev/stdin, whose size stat cannot tell, is refused past the limit too."""
+    import errno
+    import fcntl
+    import os
+    import stat
+
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise InputError(f"{what} not found: {path}") from None
+    except IsADirectoryError:
+        raise InputError(f"{what} {path} is a folder, not a file") from None
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise InputError(f"cannot read {what} {path}: not a file (a socket?)") from None
+        raise InputError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise InputError(f"{what} {path} is a folder, not a file")
+        if stat.S_ISREG(st.st_mode) and st.st_size > limit:
+            raise InputError(f"{what} {path} is too large ({st.st_size} bytes)")
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        chunks, total = [], 0
+        while total <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > limit:
+            raise InputError(f"{what} {path} is too large (over {limit} bytes)")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise InputError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
 def read_text(path, what: str) -> str:
     """A UTF-8 text file (a byte-order mark is dropped); anything else is an InputError naming ``what``."""
     path = Path(path)
-    try:
-        if path.is_dir():
-            raise InputError(f"{what} {path} is a folder, not a file")
-        size = path.stat().st_size
-        if size > MAX_TEXT_BYTES:
-            raise InputError(f"{what} {path} is too large ({size} bytes)")
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{what} not found: {path}") from None
-    except OSError as exc:
-        raise InputError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    data = read_bytes(path, what)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -64,9 +97,11 @@ def read_yaml(path, what: str):
 
     path = Path(path)
     try:
+        import stat
+
         st = path.stat()
-        key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    except OSError:
+        key = (str(path.resolve()), st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
+    except (OSError, RuntimeError):           # a missing file, a symbolic-link loop: read_text says which
         key = None
     if key in _YAML_CACHE:
         return copy.deepcopy(_YAML_CACHE[key])

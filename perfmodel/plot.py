@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-import matplotlib
+import os
+import sys
+
+if "matplotlib" not in sys.modules:
+    os.environ["MPLBACKEND"] = "Agg"        # files only: a user's MPLBACKEND (even an unknown one) plays no part
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 
@@ -149,8 +154,17 @@ def heatmap(time_s: np.ndarray, brs: list[int], bcs: list[int], title: str, aggr
 
 
 def save(fig, path: str) -> None:
-    fig.savefig(path, dpi=130, bbox_inches="tight")
-    plt.close(fig)
+    """Write the figure to a temporary file beside ``path`` and rename it over (perfmodel.io.write_atomic): a
+    failure leaves an existing figure whole."""
+    from pathlib import Path
+
+    from perfmodel.io import write_atomic
+
+    fmt = Path(path).suffix.lstrip(".").lower() or "png"
+    try:
+        write_atomic(path, lambda f: fig.savefig(f, format=fmt, dpi=130, bbox_inches="tight"), "figure")
+    finally:
+        plt.close(fig)
 
 
 def throughput_vs_n(panels: list[dict], title: str, xlabel: str = "N (B*H*N fixed)"):

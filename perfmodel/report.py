@@ -51,6 +51,19 @@ def _finite(x):
     return x
 
 
+def error_pct(ape) -> str:
+    """An absolute percent error for a table: '4.2%' up to 1000%, beyond that the ratio it stands for
+    (3104961% over -> '31,000x'); '—' where there is none."""
+    import math
+
+    if ape is None or not math.isfinite(ape):
+        return "—"
+    if ape < 1000:
+        return f"{ape:.1f}%"
+    ratio = ape / 100 + 1                     # predicted/measured where the prediction is too high
+    return f"{float(f'{ratio:.2g}'):,.0f}x"
+
+
 def dumps(obj, indent=2) -> str:
     """Strict JSON (never NaN or Infinity)."""
     return json.dumps(_finite(obj), indent=indent, allow_nan=False)

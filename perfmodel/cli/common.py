@@ -12,8 +12,38 @@ from perfmodel.errors import InputError
 from perfmodel.kernels import DEFAULT, names as kernel_names
 from perfmodel.shape import DEFAULT_SIZES, MODES
 
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
-err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+PIPED_WIDTH = 80
+
+
+def _width(stream) -> int:
+    """Columns for tables: $COLUMNS where set (a terminal's own width otherwise), else 80 when not a terminal."""
+    import os
+    import shutil
+
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit() and 20 <= int(cols) <= 1000:
+        return int(cols)
+    try:
+        if stream.isatty():
+            return shutil.get_terminal_size((PIPED_WIDTH, 24)).columns
+    except (AttributeError, ValueError, OSError):
+        pass
+    return PIPED_WIDTH
+
+
+def set_widths() -> None:
+    """Called by the entry point on each run (the environment may differ between runs in one process)."""
+    out.width = _width(sys.stdout)
+    err.width = max(_width(sys.stderr), 200) if not _isatty(sys.stderr) else _width(sys.stderr)
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 TILE_OPTIONS = ("Br", "Bc", "threads", "pad", "warps", "splits")
 FIGURE_EXTS = (".png", ".svg", ".pdf")
@@ -120,14 +150,9 @@ def figure_path(path: str) -> str:
 
 
 def output_path(path: str) -> str:
-    import os
+    """Checked before any work: one line for a folder, a special file, a missing or read-only folder, a name
+    too long."""
+    from perfmodel.io import check_writable
 
-    p = Path(path)
-    if p.is_dir():
-        raise InputError(f"output '{path}' is a folder")
-    parent = p.resolve().parent
-    if not parent.is_dir():
-        raise InputError(f"output '{path}': folder {parent} does not exist")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise InputError(f"output '{path}': not writable")
+    check_writable(path)
     return path

@@ -27,37 +27,53 @@ from perfmodel.shape import AXES
 @click.option("--split", type=click.Choice(val.SPLITS), default="test", show_default=True,
               help="rows to score: held out from fitting (test), the training split, or all")
 @click.option("--worst", default=0, show_default=True, type=click.IntRange(min=0), help="also list the N worst rows")
+@click.option("--baselines", is_flag=True, help="also the seed model's and a plain roofline's errors (wide table)")
 @json_option
-def validate(files, gpu_name, cal_path, no_calibration, no_fits, split, worst, as_json):
+def validate(files, gpu_name, cal_path, no_calibration, no_fits, split, worst, baselines, as_json):
     """Compare predictions (ours and the seed's) with measured CSV rows."""
     sets = dataset.load(files, note=lambda m: err.print(m))
     evals = val.evaluate(sets, gpu_name, cal_path, use_builtin_calibration=not no_calibration, split=split,
                          use_fits=not no_fits)
     summaries = [e.summary() for e in evals]
     if as_json:
+        # one key per group, never one over another: the kernel; kernel/GPU where a kernel comes from several
+        # GPUs; and the measurement files where those still collide (two GPUs' rows predicted on one --gpu)
         keyed = {}
         for s in summaries:
             key = s["kernel"] if sum(t["kernel"] == s["kernel"] for t in summaries) == 1 else f"{s['kernel']}/{s['gpu']}"
+            if sum(f"{t['kernel']}/{t['gpu']}" == f"{s['kernel']}/{s['gpu']}" for t in summaries) > 1:
+                key = f"{key} ({', '.join(s['files'])})"
+            while key in keyed:
+                key += "'"
             keyed[key] = s
         click.echo(report.dumps(keyed))
         return
     t = Table(title=f"predicted vs measured (absolute percent error), {split} rows", title_justify="left",
               show_edge=False)
-    for col in ("kernel", "GPU", "n", "path costs", "MAPE", "median", "worst", "Spearman", "seed MAPE",
-                "seed median", "seed worst", "seed Spearman", "roofline MAPE", "roofline worst"):
-        t.add_column(col, justify="right" if col not in ("kernel", "GPU", "path costs") else "left")
+    base = Table(title="baselines on the same rows: the seed model and a plain roofline", title_justify="left",
+                 show_edge=False)
+    for table, cols in ((t, ["kernel", "GPU", "n", "path costs", "MAPE", "median", "worst", "Spearman"]),
+                        (base, ["kernel", "GPU", "seed MAPE", "seed worst", "roof MAPE", "roof worst"])):
+        for col in cols:
+            table.add_column(col, justify="right" if col not in ("kernel", "GPU", "path costs") else "left",
+                             no_wrap=True)
     fmt = lambda v, f: "—" if v is None or not np.isfinite(v) else format(v, f)
     for s in summaries:
-        t.add_row(s["kernel"], s["gpu"], str(s["n"]), "fitted" if s["path_costs_fitted"] else "probe",
-                  fmt(s["mape"], ".1f") + "%", fmt(s["median_ape"], ".1f") + "%", fmt(s["max_ape"], ".1f") + "%",
-                  fmt(s["spearman"], ".3f"), fmt(s["seed_mape"], ".1f") + "%", fmt(s["seed_median_ape"], ".1f") + "%",
-                  fmt(s["seed_max_ape"], ".0f") + "%", fmt(s["seed_spearman"], ".3f"),
-                  fmt(s["roofline_mape"], ".1f") + "%", fmt(s["roofline_max_ape"], ".0f") + "%")
+        row = [s["kernel"], s["gpu"], str(s["n"]), "fitted" if s["path_costs_fitted"] else "probe",
+               report.error_pct(s["mape"]), report.error_pct(s["median_ape"]), report.error_pct(s["max_ape"]),
+               fmt(s["spearman"], ".3f")]
+        t.add_row(*row)
+        base.add_row(s["kernel"], s["gpu"], report.error_pct(s["seed_mape"]), report.error_pct(s["seed_max_ape"]),
+                     report.error_pct(s["roofline_mape"]), report.error_pct(s["roofline_max_ape"]))
     out.print(t)
+    if baselines:
+        out.print(base)
     out.print("Spearman: rank correlation over tile configurations at fixed (B, H, N, d), averaged over groups "
               "of three or more. Path costs: 'probe' = microbenchmark constants only; 'fitted' = the kernel's path "
-              "costs were fitted on the training split (perfmodel fit), which 'test' rows exclude. Roofline: max(FLOPs / the "
-              "datasheet's dense peak of the dtype (tensor cores for fp16/bf16), DRAM bytes / bandwidth).")
+              "costs were fitted on the training split (perfmodel fit), which 'test' rows exclude."
+              + (" Roofline: max(FLOPs / the datasheet's dense peak of the dtype (tensor cores for fp16/bf16), "
+                 "DRAM bytes / bandwidth). An error of 1000% or more is printed as the ratio it is (predicted / "
+                 "measured)." if baselines else " --baselines adds the seed model's and a roofline's errors."))
     for e in evals[: len(evals) if worst else 0]:
         order = np.argsort(-e.ape)[:worst]
         w = Table(title=f"worst {len(order)}: {e.kernel} on {e.gpu}", title_justify="left", show_edge=False)
@@ -70,22 +86,22 @@ def validate(files, gpu_name, cal_path, no_calibration, no_fits, split, worst, a
         out.print(w)
 
 
-def _rewrite_calibration(cal_path, update) -> None:
-    """Apply ``update(raw)`` to a calibration YAML, keeping its comment header."""
-    import yaml
-
+def _rewrite_calibration(cal_path, kernel: str, entry: dict) -> None:
+    """Set ``path_fits.<kernel>`` in a calibration YAML: only that entry's lines change (every comment and every
+    other value stays as written), and the file is replaced atomically (perfmodel.io.write_atomic), so a full disk
+    or a size limit leaves it whole."""
     from perfmodel.errors import read_text, read_yaml
+    from perfmodel.io import set_yaml_entry, write_atomic
 
-    header = "".join(line for line in read_text(cal_path, "calibration file").splitlines(keepends=True)
-                     if line.startswith("#"))
+    text = read_text(cal_path, "calibration file")
     raw = read_yaml(cal_path, "calibration file")
     if not isinstance(raw, dict) or not isinstance(raw.get("path_fits") or {}, dict):
         raise InputError(f"{cal_path}: not a calibration file with a 'path_fits' mapping")
-    raw["path_fits"] = raw.get("path_fits") or {}
-    update(raw)
-    with open(cal_path, "w") as f:
-        f.write(header)
-        yaml.safe_dump(raw, f, sort_keys=False)
+    try:
+        new = set_yaml_entry(text, "path_fits", kernel, entry)
+    except InputError as exc:
+        raise InputError(f"{cal_path}: {exc}") from None
+    write_atomic(cal_path, new, "calibration file")
 
 
 def _command() -> str:
@@ -124,7 +140,7 @@ def fit(files, kernel, gpu_name, cal_path, from_path, ranking_share, after_only)
             raise InputError(f"{from_path} has no fitted path costs for {kernel}")
         calibration._costs(from_path, f"path_fits.{kernel}.costs", entry.get("costs"))   # finite, known features
         entry = dict(entry, carried_over={"from": str(from_path), "command": _command()})
-        _rewrite_calibration(cal_path, lambda raw: raw.setdefault("path_fits", {}).__setitem__(kernel, entry))
+        _rewrite_calibration(cal_path, kernel, entry)
         err.print(f"carried path_fits.{kernel} from {from_path} into {cal_path}")
         return
     if not files:
@@ -153,7 +169,7 @@ def fit(files, kernel, gpu_name, cal_path, from_path, ranking_share, after_only)
         result = fit_mod.fit_path(spec, cal, ms, ranking_share=ranking_share)
         result["training"]["data"] = list(ms.files)
         result["training"]["command"] = _command()
-    _rewrite_calibration(cal_path, lambda raw: raw.setdefault("path_fits", {}).__setitem__(kernel, result))
+    _rewrite_calibration(cal_path, kernel, result)
     fitted = result["training"].get("fitted_after", result["training"])
     err.print(f"{kernel}: {result['training']['rows']} training rows, MAPE on them "
               f"{fitted['mape_on_training_rows']:.1f}%; costs "

@@ -41,6 +41,8 @@ def measure(kernel, grid_path, out_path, gpu_name, budget_ms, no_flush, runs, ma
     from perfmodel.measure import build, grid as grid_mod, runner
 
     output_path(out_path)
+    runner.prepare_output(Path(out_path), note=lambda m: err.print(m))
+    runner.prepare_output(Path(out_path).with_suffix(".skipped.csv"), note=lambda m: err.print(m))
     raw = grid_mod.load(grid_path)
     kernel = kernel or raw.get("kernel")
     if not kernel:
@@ -90,7 +92,8 @@ def probe(gpu_name, out_path, verbose):
     if spec is None:
         raise InputError(f"no built-in spec matches '{torch.cuda.get_device_name()}'; pass --gpu FILE.yaml")
     result = probe_mod.run(spec, verbose=verbose, log=lambda m: err.print(m))
-    with open(out_path, "w") as f:
-        f.write(f"# perfmodel calibration for {spec.key}, written by `perfmodel probe`.\n")
-        yaml.safe_dump(result, f, sort_keys=False)
+    from perfmodel.io import write_atomic
+
+    write_atomic(out_path, f"# perfmodel calibration for {spec.key}, written by `perfmodel probe`.\n"
+                 + yaml.safe_dump(result, sort_keys=False), "calibration")
     err.print(f"wrote {out_path}")

@@ -9,7 +9,6 @@ from perfmodel.cli import main
 from perfmodel.cli.common import err, figure_path
 from perfmodel.errors import InputError
 from perfmodel.evaluation import dataset, validate as val
-from perfmodel.kernels import DEFAULT
 
 
 @main.group()
@@ -42,7 +41,7 @@ def plot_validation(files, out_path, split):
 
 @plot.command("scaling")
 @click.argument("file")
-@click.option("--kernel", default=DEFAULT, show_default=True, help="kernel whose rows to draw")
+@click.option("--kernel", default=None, help="kernel whose rows to draw (default: the file's, where it holds one)")
 @click.option("--B", "B", default=1, show_default=True, type=click.IntRange(min=1), help="batch")
 @click.option("--H", "H", default=4, show_default=True, type=click.IntRange(min=1), help="heads")
 @click.option("--d", "d", default=32, show_default=True, type=click.IntRange(min=1), help="head dimension")
@@ -57,7 +56,13 @@ def plot_scaling(file, kernel, B, H, d, Br, Bc, N, out_path):
     from perfmodel.hw import gpu as gpu_mod
 
     figure_path(out_path)
-    sets = [s for s in dataset.load([file], note=lambda m: err.print(m)) if s.kernel == kernel]
+    loaded = dataset.load([file], note=lambda m: err.print(m))
+    if kernel is None:
+        kernels = sorted({s.kernel for s in loaded})
+        if len(kernels) != 1:
+            raise InputError(f"{file} holds rows of {', '.join(kernels) or 'no kernel'}: choose one with --kernel")
+        kernel = kernels[0]
+    sets = [s for s in loaded if s.kernel == kernel]
     if not sets:
         raise InputError(f"no {kernel} rows in {file}")
     ms = sets[0]

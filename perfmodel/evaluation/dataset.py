@@ -114,8 +114,13 @@ class MeasurementSet:
 
 
 def _int(v, where, lo=0) -> int:
+    import re
+
+    t = str(v).strip()
     try:
-        x = int(str(v).strip())
+        if not re.fullmatch(r"[+-]?[0-9]{1,30}", t):        # int() takes '6_4' and non-ASCII digits
+            raise ValueError(t)
+        x = int(t)
     except ValueError:
         raise InputError(f"{where}: not an integer: {v!r}") from None
     if x < lo or x > MAX_SIZE:

@@ -49,9 +49,12 @@ def scaling_panels(spec, cal, ms: MeasurementSet, B, H, d, Br, Bc, N):
     prediction, the seed model's and the measurement, at the kernel's default for its other tile fields."""
     k = get_kernel(ms.kernel)
     default = k.default_tiles()
-    sel = (ms.cols["B"] == B) & (ms.cols["H"] == H) & (ms.cols["d"] == d) & (ms.dtype == "fp32") & ~ms.causal
+    # the kernel's first element type where the file has rows of it (fp16 for the tensor-core kernels)
+    dtype = k.dtypes[0] if (ms.dtype == k.dtypes[0]).any() else str(ms.dtype[0])
+    sel = (ms.cols["B"] == B) & (ms.cols["H"] == H) & (ms.cols["d"] == d) & (ms.dtype == dtype) & ~ms.causal
     for f in k.Tiles.fields():
-        if f not in ("Br", "Bc") and getattr(default, f) is not None:
+        # a tile field the rows record (fa2's threads, pad); one they do not (fa2_tc's warps) selects nothing
+        if f not in ("Br", "Bc") and f in ms.cols and getattr(default, f) is not None:
             sel &= ms.cols[f] == getattr(default, f)
     if not sel.any():
         raise InputError(f"no {ms.kernel} rows with B={B} H={H} d={d} in {', '.join(ms.files)}")

@@ -21,7 +21,16 @@ from perfmodel.model import engine
 from perfmodel.shape import MAX_SIZE, AttentionShape, given_axes
 
 MAX_VALUES = 100_000                 # values of one axis
-MAX_CONFIGURATIONS = 20_000_000      # cells of a whole mesh (a few GB of float arrays at most)
+MAX_CONFIGURATIONS = 2_000_000       # cells of a whole mesh: ~1.9 GB peak for the table (20M took 16 GB)
+
+
+def _integer(t: str) -> int:
+    """An integer written in ASCII digits ('64', '+64', '64.0'); ValueError for '6_4', '1e3', non-ASCII digits,
+    '64.000000000000001' (which int() or float() would take)."""
+    t = t.strip()
+    if not re.fullmatch(r"[+-]?[0-9]{1,30}(\.0*)?", t):
+        raise ValueError(t)
+    return int(t.split(".")[0])
 
 
 def parse_values(name: str, text: str, lo: int = 1) -> list[int]:
@@ -33,11 +42,11 @@ def parse_values(name: str, text: str, lo: int = 1) -> list[int]:
             parts = text.split(":")
             if len(parts) != 3:
                 raise bad
-            a, b, step = int(parts[0]), int(parts[1]), parts[2].strip()
+            a, b, step = _integer(parts[0]), _integer(parts[1]), parts[2].strip()
             if a < lo or b > MAX_SIZE:
                 raise InputError(f"--{name}: values must lie in {lo}..{MAX_SIZE}, got '{text}'")
             if step.startswith("x"):
-                f = int(step[1:])
+                f = _integer(step[1:])
                 if f < 2 or a <= 0:
                     raise bad
                 vals, v = [], a
@@ -45,14 +54,14 @@ def parse_values(name: str, text: str, lo: int = 1) -> list[int]:
                     vals.append(v)
                     v *= f
             else:
-                s = int(step.lstrip("+"))
+                s = _integer(step)
                 if s <= 0:
                     raise bad
                 if (b - a) // s + 1 > MAX_VALUES:
                     raise InputError(f"--{name}: '{text}' gives more than {MAX_VALUES} values")
                 vals = list(range(a, b + 1, s))
         else:
-            vals = [int(v) for v in re.split(r"\s*,\s*", text) if v != ""]
+            vals = [_integer(v) for v in re.split(r"\s*,\s*", text) if v != ""]
     except InputError:
         raise
     except ValueError:

@@ -212,9 +212,12 @@ def all_specs() -> dict[str, Path]:
     """Stem -> path of every spec a name can refer to: the built-in ones, then users' (a built-in name wins)."""
     out = {}
     for d in user_dirs():
-        if d.is_dir():
-            for p in sorted(d.glob("*.yaml")):
-                out.setdefault(p.stem, p)
+        try:
+            found = sorted(d.glob("*.yaml")) if d.is_dir() else []
+        except (OSError, RuntimeError):           # an unreadable folder, a name too long: no specs from it
+            found = []
+        for p in found:
+            out.setdefault(p.stem, p)
     out.update(builtin_specs())
     return out
 
@@ -309,29 +312,85 @@ def load_spec_file(path: str | Path) -> GPUSpec:
     return GPUSpec(key=path.stem, path=str(path), **_check(raw, str(path)))
 
 
-def _alias_table() -> dict[str, str]:
-    """Names and aliases -> stem; built-in specs first, so a user's file cannot shadow them."""
+_WARNED: set = set()
+
+
+def warn_bad(path, why: str) -> None:
+    """One line on stderr, once per file and process, for a user's spec file that cannot be read: every other
+    name keeps working."""
+    import sys
+
+    if str(path) not in _WARNED:
+        _WARNED.add(str(path))
+        print(f"warning: GPU spec skipped: {why if str(path) in why else f'{path}: {why}'}", file=sys.stderr)
+
+
+def _alias_table() -> tuple[dict[str, str], dict[str, str]]:
+    """(names and aliases -> stem, stem -> why of the users' spec files that cannot be read); built-in specs
+    first, so a user's file cannot shadow them. A bad user file still answers to its stem (to say why)."""
     table: dict[str, str] = {}
+    bad: dict[str, str] = {}
     specs = all_specs()
     builtin = builtin_specs()
     for stem in list(builtin) + [s for s in specs if s not in builtin]:
         table.setdefault(stem, stem)
-        raw = read_yaml(specs[stem], "GPU spec file")
-        raw = raw if isinstance(raw, dict) else {}
+        try:
+            raw = read_yaml(specs[stem], "GPU spec file")
+        except InputError as exc:
+            if stem in builtin:
+                raise
+            bad[stem] = str(exc)
+            continue
+        if not isinstance(raw, dict):
+            if stem not in builtin:
+                bad[stem] = f"{specs[stem]}: expected a mapping of fields, got {type(raw).__name__}"
+            continue
         aliases = raw.get("aliases", []) or []
         for alias in aliases if isinstance(aliases, list) else []:
             table.setdefault(str(alias).lower(), stem)
-    return table
+    return table, bad
+
+
+def user_specs() -> list[GPUSpec]:
+    """Every spec `perfmodel gpus` lists: the readable ones; each bad user file gets one warning line."""
+    out = []
+    builtin = builtin_specs()
+    for stem, path in all_specs().items():
+        try:
+            out.append(load_spec_file(path))
+        except InputError as exc:
+            if stem in builtin:
+                raise
+            warn_bad(path, str(exc))
+    return out
+
+
+def builtin_answers(name: str) -> str | None:
+    """The built-in spec that ``name`` (as `--gpu` reads it) already selects, or None."""
+    table = {}
+    builtin = builtin_specs()
+    for stem, path in builtin.items():
+        table.setdefault(stem, stem)
+        raw = read_yaml(path, "GPU spec file")
+        for alias in (raw.get("aliases") or []) if isinstance(raw, dict) else []:
+            table.setdefault(str(alias).lower(), stem)
+    key = name.strip().lower()
+    return next((table[k] for k in (key, key.replace("_", "-")) if k in table), None)
 
 
 def resolve(name_or_path: str) -> GPUSpec:
     """A built-in name or alias (``h100``, ``rtx3090``) or a path to a YAML file."""
     key = name_or_path.strip().lower()
-    table = _alias_table()
+    table, bad = _alias_table()
     specs = all_specs()
     for k in (key, key.replace("_", "-")):
         if k in table:
+            if table[k] not in bad:
+                for stem, why in bad.items():
+                    warn_bad(specs[stem], why)
             return load_spec_file(specs[table[k]])
+    for stem, why in bad.items():
+        warn_bad(specs[stem], why)
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml") or p.exists():
         return load_spec_file(p)

@@ -38,7 +38,7 @@ def require_torch():
     try:
         import torch
     except ImportError:
-        raise InputError("torch is not installed; install the GPU extra: pip install 'perfmodel[gpu]'") from None
+        raise InputError('torch is not installed; install the GPU extra: pip install -e ".[gpu]" (in the perfmodel checkout)') from None
     if not torch.cuda.is_available():
         raise InputError("no CUDA device is available to torch")
     return torch

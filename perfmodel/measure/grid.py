@@ -57,6 +57,9 @@ def _list(raw, key, where):
     return v
 
 
+MAX_GRID = 1_000_000              # configurations of one grid (a million timed runs is weeks of GPU time)
+
+
 def load(path: str | Path) -> dict:
     path = Path(path)
     raw = read_yaml(path, "grid file")
@@ -81,6 +84,15 @@ def load(path: str | Path) -> dict:
 def expand(raw: dict, kernel: str) -> list[Config]:
     """Every configuration of every set, in order, without duplicates."""
     k = get_kernel(kernel)
+    count = 0
+    for s in raw["sets"]:                       # counted before expanding: a huge grid is one line, not a hang
+        n = 1
+        for v in s.values():                    # an upper bound: the product of every list's length
+            if isinstance(v, list):
+                n *= max(len(v), 1)
+        count += n
+        if count > MAX_GRID:
+            raise InputError(f"the grid holds more than {MAX_GRID:,} configurations; split it into several")
     tile_keys = set(k.Tiles.fields()) | {"tiles"}
     seen, out, first = set(), [], 0
     for n_set, s in enumerate(raw["sets"]):

@@ -76,11 +76,55 @@ def read_rows(path: Path) -> list[dict]:
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
+# the columns every file perfmodel measure writes begins with (rows, or skipped rows): a header without them is
+# another program's CSV, which a rerun must not append to
+_HEADER_START = ("kernel", "B", "H")
+
+
+def prepare_output(path: Path, note=None) -> None:
+    """Make ``path`` safe to resume before anything is measured. A byte-order mark or a header that is not
+    perfmodel's is refused in one line (nothing is written). A half-written last row (an interrupted append: no
+    newline, fewer cells than the header) is cut off, with one line to ``note``, so it is neither counted as
+    measured nor glued to the next row; a complete last row without a newline gets one."""
+    note = note or (lambda m: print(m, file=sys.stderr))
+    try:
+        if not path.exists() or path.stat().st_size == 0:
+            return
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise InputError(f"{path} begins with a byte-order mark; perfmodel writes plain UTF-8 CSV: remove the mark "
+                         f"or give another --out")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{path} is not UTF-8 text: give another --out") from None
+    lines = text.splitlines(keepends=True)
+    content = [i for i, l in enumerate(lines) if l.strip() and not l.startswith("#")]
+    header = next(csv.reader([lines[content[0]]])) if content else []
+    if not content or tuple(c.strip() for c in header[:3]) != _HEADER_START:
+        raise InputError(f"{path} is not a perfmodel measurement CSV (its header is not perfmodel's): give another "
+                         f"--out")
+    if text.endswith("\n"):
+        return
+    last = content[-1]
+    if last == content[0] or len(next(csv.reader([lines[last]]))) >= len(header):
+        with path.open("a", newline="") as f:
+            f.write("\r\n")
+        return
+    keep = len("".join(lines[:last]).encode("utf-8"))
+    os.truncate(path, keep)
+    note(f"{path}: cut off a half-written last row ({len(data) - keep} bytes, an interrupted write); it is "
+         f"measured again")
+
+
 class Appender:
     """Append rows to a CSV, writing the header for a new file and flushing every row. A file that exists keeps
     its own header (a rerun on a file of PRE_SPIN_COLUMNS appends rows of those columns)."""
 
-    def __init__(self, path: Path, columns: list[str]):
+    def __init__(self, path: Path, columns: list[str], note=None):
+        prepare_output(path, note)
         new = not path.exists() or path.stat().st_size == 0
         if not new:
             with path.open(newline="") as f:
@@ -406,21 +450,27 @@ def check_correct(torch, runner, seed: int) -> float:
 
 
 def replace_row(path: Path, key: tuple, new: dict) -> None:
-    """Rewrite ``path`` with the row of ``key`` replaced by ``new`` (a temporary file renamed over the old)."""
-    rows = read_rows(path)
-    with path.open(newline="") as f:
-        columns = next(csv.reader(line for line in f if not line.startswith("#")), None) or COLUMNS
-    if "N" in columns and "Nq" not in columns:
-        new = legacy_row(new)
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=columns)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (new if row_key(r) == key else r).get(k, "") for k in columns})
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Rewrite ``path`` with the row of ``key`` replaced by ``new``, every other line (comments, other rows) as it
+    was, and a user's own columns of the old row kept; written to a temporary file of a unique name beside it and
+    renamed over it (perfmodel.io.write_atomic)."""
+    import io
+
+    from perfmodel.io import write_atomic
+
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    content = [i for i, l in enumerate(lines) if l.strip() and not l.startswith("#")]
+    columns = next(csv.reader([lines[content[0]]])) if content else COLUMNS
+    for i in content[1:]:
+        old = dict(zip(columns, next(csv.reader([lines[i]]))))
+        if row_key(old) != key:
+            continue
+        row = dict(old, **{k: v for k, v in new.items() if k in columns})
+        if "N" in columns and "Nq" not in columns:
+            row = legacy_row(dict(old, **new))
+        buf = io.StringIO()
+        csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore").writerow({k: row.get(k, "") for k in columns})
+        lines[i] = buf.getvalue()
+    write_atomic(path, "".join(lines), "measurement file")
 
 
 def measure(configs: list[Config], out: Path, spec: GPUSpec | None, flush: bool = True, budget_ms: float = 200.0,
@@ -428,6 +478,9 @@ def measure(configs: list[Config], out: Path, spec: GPUSpec | None, flush: bool 
             retime_unstable: bool = False) -> dict:
     """Measure every configuration not yet in ``out`` (and, with ``retime_unstable``, again those whose recorded
     timing was disturbed). Returns a summary (measured, retimed, skipped, failed)."""
+    skipped_path = out.with_suffix(".skipped.csv")
+    prepare_output(out)                  # before the rows are read: a half-written last row is not measured
+    prepare_output(skipped_path)
     torch = build.require_torch()
     tool = build.check_toolchain(torch)
     ext = build.load(verbose=verbose)
@@ -436,7 +489,6 @@ def measure(configs: list[Config], out: Path, spec: GPUSpec | None, flush: bool 
     clock = Clock()
     existing = {row_key(r): r for r in read_rows(out)}
     redo = {k for k, r in existing.items() if bench.unstable(r["p20_ms"], r["p80_ms"])} if retime_unstable else set()
-    skipped_path = out.with_suffix(".skipped.csv")
     skipped_done = {row_key(r) for r in read_rows(skipped_path)}
     rows = Appender(out, COLUMNS)
     skips = Appender(skipped_path, SKIP_COLUMNS)

@@ -229,7 +229,7 @@ def test_user_gpu_folder_and_gpus_new(tmp_path, monkeypatch):
     r = CliRunner().invoke(main, ["predict", "--gpu", "mine", "--N", "512", "--Br", "32", "--Bc", "32", "--json"])
     assert r.exit_code == 0 and json.loads(r.stdout)["gpu"] == "my4090"
     r = CliRunner().invoke(main, ["gpus", "new", "h100-sxm", "--from", "rtx3090", "--dir", str(tmp_path)])
-    assert r.exit_code == 2 and "exists already" in r.stderr
+    assert r.exit_code == 2 and "built-in GPU h100-sxm" in r.stderr
 
 
 @pytest.mark.parametrize("kernel", ["sdpa-flash", "sdpa-cudnn"])
