@@ -9,6 +9,7 @@ Sources (none is re-measured or re-predicted here; each is written by the comman
 * examples/benchmarks/offgrid_tc.json: the off-grid sets (examples/offgrid_tc.py)
 * examples/benchmarks/tile_advice_fa2_tc.json: fa2_tc's tile advice (examples/tile_advice.py)
 * research/data/benchmarks/repeatability_fa2_tc.json: two timing runs of one grid (research/scripts/repeatability.py)
+* examples/benchmarks/workloads.json: the H200's inference and training datasets by workload (examples/workloads.py)
 
 Each table lies between `<!-- accuracy:begin NAME -->` and `<!-- accuracy:end NAME -->` in the files of TARGETS;
 everything outside the markers is left as written. Files are replaced atomically (a temporary file in the same
@@ -32,6 +33,7 @@ SOURCES = {
     "offgrid": "examples/benchmarks/offgrid_tc.json",
     "advice": "examples/benchmarks/tile_advice_fa2_tc.json",
     "repeat": "research/data/benchmarks/repeatability_fa2_tc.json",
+    "workloads": "examples/benchmarks/workloads.json",
 }
 MARKER = re.compile(r"<!-- accuracy:begin ([\w-]+) -->\n(.*?)<!-- accuracy:end ([\w-]+) -->", re.S)
 GPU = {"h100-sxm": "H100", "h100": "H100", "h200": "H200"}
@@ -182,8 +184,26 @@ def repeat(src: dict) -> str:
     return table(["compared", "rows", "mean difference", "median", "worst", "Spearman", "pick within 5%"], rows)
 
 
+WORKLOADS = ("decode", "grouped prefill", "cross-attention", "bwd", "fwd_bwd")
+
+
+def workloads(src: dict) -> str:
+    """Per workload and kernel on the H200: the model's mean (worst) error beside the naive answer's."""
+    w = src["workloads"]
+    rows = []
+    for wl in WORKLOADS:
+        cells = []
+        for k in TC_KERNELS:
+            v = w.get(f"{k}/{wl}")
+            cells.append("—" if v is None else f"{pct(v['model']['mape'])} ({pct(v['model']['max_ape'], 0)})")
+        naive = [w[f"{k}/{wl}"]["naive"]["mape"] for k in TC_KERNELS if f"{k}/{wl}" in w]
+        rows.append([wl, *cells, f"{pct(min(naive), 0)}–{pct(max(naive), 0)}"])
+    return table(["H200 workload", "`fa2_tc` (held out)", "`sdpa-flash`", "`sdpa-cudnn`", "naive"], rows,
+                 "l" + "r" * 4)
+
+
 TABLES = {"summary": summary, "fp32": fp32, "tensor-core": tensor_core, "offgrid": offgrid, "advice": advice,
-          "margins": margins, "repeat": repeat}
+          "margins": margins, "repeat": repeat, "workloads": workloads}
 
 
 # ---- rewriting the files ----------------------------------------------------------------------------------------

@@ -60,7 +60,8 @@ def score(pred, meas, groups=None):
     d = {"n": int(len(meas)), "mape": float(ape.mean()), "median_ape": float(np.median(ape)),
          "max_ape": float(ape.max()), "bias": float(np.median(pred / meas - 1) * 100)}
     if groups is not None:
-        d["spearman"] = validate.grouped_spearman(groups, pred, meas)[0]
+        sp = validate.grouped_spearman(groups, pred, meas)[0]
+        d["spearman"] = float(sp) if sp is not None and np.isfinite(sp) else None     # needs 3+ tiles a problem
     return d
 
 
