@@ -96,6 +96,9 @@ def prediction_dict(pred) -> dict:
         "flops": flops,
         "useful_flops": _f(s.useful_flops()),
         "tensor_bytes": _f(s.tensor_bytes()),
+        # a decode step's KV cache (K and V of every K/V head), and the split-KV count the launch runs
+        "kv_cache_bytes": _f(2.0 * _f(s.kv_heads) * _f(s.Nk) * _f(s.d) * s.element_bytes),
+        "splits": int(_f(getattr(pred.tiles, "splits", 1))),
         "achieved": achieved(pred),
         "flops_by_kind": {"fma": _f(c.fma), "exp": _f(c.exp), "max": _f(c.cmp), "add": _f(c.add), "mul": _f(c.mul)},
         "bytes": byts,
@@ -237,6 +240,9 @@ def render_prediction(console: Console, d: dict) -> None:
     console.print(times)
     console.print(f"predicted time: [bold]{si(d['time_s'], 's')}[/bold]  (bound: {d['bound']})   "
                   f"roofline time: {si(d['roofline_time_s'], 's')}")
+    if d.get("measured_accuracy", {}).get("workload") == "decode" or d.get("splits", 1) > 1:
+        console.print(f"KV cache: {si(d['kv_cache_bytes'], 'B')}; split-KV: {d.get('splits', 1)} "
+                      f"block{'s' if d.get('splits', 1) > 1 else ''} a query tile")
     a = d.get("achieved") or {}
     if a.get("tflops") is not None:
         console.print(f"achieved: {a['tflops']:.3g} TFLOP/s ({a['tflops_share'] * 100:.2g}% of {a['peak_tflops']:.4g} peak), "

@@ -220,7 +220,8 @@ def main_counts(kernel, shape, tiles, facts, per_query_head_blocks: bool, red_fl
     return c
 
 
-def _stream_companion(key, rows, d, read_b, write_b, grid_threads, inst_per_thread, fp32_per_thread, regs=32):
+def _stream_companion(key, rows, d, read_b, write_b, grid_threads, inst_per_thread, fp32_per_thread, regs=32,
+                      before=False):
     """A memory-streaming kernel of ``rows`` rows of d (the preprocess, the convert, a reduction): 256-thread
     blocks, one 16-byte chunk (8 elements) a thread; its bytes, instructions and one global round trip a block."""
     threads = np.asarray(grid_threads, dtype=float)
@@ -233,7 +234,7 @@ def _stream_companion(key, rows, d, read_b, write_b, grid_threads, inst_per_thre
                gld_sectors=read_b / 32, path_gmem=1 + 0 * grid, path_fp32=fp32_per_thread + 0 * grid)
     launch = Launch(grid_blocks=grid.astype(np.int64), threads=np.full(np.shape(grid), 256),
                     smem_bytes=np.zeros(np.shape(grid)), regs=np.full(np.shape(grid), regs))
-    return Companion(counts=c, launch=launch, key=key)
+    return Companion(counts=c, launch=launch, key=key, before=before)
 
 
 def _pre_and_convert(kernel, shape, rows, d, b):
@@ -241,7 +242,7 @@ def _pre_and_convert(kernel, shape, rows, d, b):
     fa2_tc_bwd_pre) and the convert (reads dQ_accum, writes dQ: convert_dQ, fa2_tc_bwd_convert)."""
     chunks = rows * d / 8
     pre = _stream_companion(f"{kernel.name}:bwd_pre", rows, d, 2 * rows * d * b, 4 * rows * d + 4 * rows, chunks,
-                            (2, 2), 8 + np.log2(np.maximum(d / 8, 1)))
+                            (2, 2), 8 + np.log2(np.maximum(d / 8, 1)), before=True)
     conv = _stream_companion(f"{kernel.name}:bwd_convert", rows, d, 4 * rows * d, rows * d * b, chunks, (2, 1), 8)
     return pre, conv
 

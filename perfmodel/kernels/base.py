@@ -75,11 +75,13 @@ class Companion:
     """A kernel a launch runs after its own in the same call (split-KV's combine): its counts and launch shape.
     Its blocks are timed like any launch's; it is queued behind the first kernel (the first's Counts.queued_ops
     prices its launch) and finds its inputs in L2 (no cold start of its own). ``key``: whose path costs it uses
-    (a key with no fit: the probe's)."""
+    (a key with no fit: the probe's). ``before``: the call runs it ahead of the main kernel (a backward's
+    preprocess), which only orders the launches a prediction shows."""
 
     counts: object
     launch: Launch
     key: str
+    before: bool = False
 
 
 @dataclass(frozen=True)

@@ -102,11 +102,13 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
 
     bpsm, mem, t = timed(c, launch, kernel.fit_key, serial=kernel.serial, path_pipes=kernel.path_pipes,
                          pipe_p=kernel.pipe_p)
-    launches = [LaunchTime(kernel.name, launch, c, bpsm, t)]
-    for comp in kernel.companions(shape, tiles, facts):      # kernels queued after this one (split-KV's combine)
+    main_launch = LaunchTime(kernel.name + ("" if shape.mode == "fwd" else f":{shape.mode}"), launch, c, bpsm, t)
+    before, after = [], []
+    for comp in kernel.companions(shape, tiles, facts):      # the call's other kernels (split-KV's combine, say)
         cb, _, tc = timed(comp.counts, comp.launch, comp.key, cold=False)
         t = timing.add(t, tc)
-        launches.append(LaunchTime(comp.key, comp.launch, comp.counts, cb, tc))
+        (before if comp.before else after).append(LaunchTime(comp.key, comp.launch, comp.counts, cb, tc))
+    launches = before + [main_launch] + after
     ceil = ceilings(gpu, cal)
     roof = np.maximum(c.flops / ceil.compute_flops(shape.dtype), mem.dram_bytes / ceil.dram_bps)
     grid = np.asarray(launch.grid_blocks)
