@@ -120,7 +120,9 @@ def _command() -> str:
 @click.option("--after-only", is_flag=True,
               help="fit only what the kernel fits after its path costs (fa2_tc: the age-ordered tail), the "
                    "calibration's fitted costs held")
-def fit(files, kernel, gpu_name, cal_path, from_path, ranking_share, after_only):
+@click.option("--mode", type=click.Choice(["fwd", "bwd"]), default="fwd", show_default=True,
+              help="the pass whose rows to fit: a backward's costs are stored apart (path_fits.KERNEL:bwd)")
+def fit(files, kernel, gpu_name, cal_path, from_path, ranking_share, after_only, mode):
     """Fit a kernel's latency-path costs on the training split of measured rows, or carry them over from another
     GPU's calibration with --from; store them in a calibration file."""
     from perfmodel import api
@@ -129,6 +131,7 @@ def fit(files, kernel, gpu_name, cal_path, from_path, ranking_share, after_only)
     from perfmodel.kernels import get as get_kernel
 
     get_kernel(kernel)
+    kernel_rows, kernel = kernel, kernel if mode == "fwd" else f"{kernel}:{mode}"     # the path_fits entry
     if from_path:
         if files or after_only:
             raise InputError("--from carries costs over; it takes no measurement files and no --after-only")
@@ -145,12 +148,15 @@ def fit(files, kernel, gpu_name, cal_path, from_path, ranking_share, after_only)
         return
     if not files:
         raise InputError("give measurement CSV files to fit on (or --from CAL.yaml)")
-    sets = [s for s in dataset.load(files, note=lambda m: err.print(m)) if s.kernel == kernel]
+    sets = [s for s in dataset.load(files, note=lambda m: err.print(m)) if s.kernel == kernel_rows]
     if not sets:
-        raise InputError(f"no rows of kernel {kernel} in the given files")
+        raise InputError(f"no rows of kernel {kernel_rows} in the given files")
     if len(sets) > 1:
-        raise InputError(f"rows of {kernel} from several GPUs ({', '.join(s.gpu_name for s in sets)}); fit one GPU")
-    ms = sets[0]
+        raise InputError(f"rows of {kernel_rows} from several GPUs ({', '.join(s.gpu_name for s in sets)}); fit one "
+                         f"GPU")
+    ms = sets[0].select(sets[0].mode == mode)
+    if not len(ms):
+        raise InputError(f"no {mode} rows of kernel {kernel_rows} in the given files")
     spec = api.load_gpu(gpu_name) if gpu_name else gpu_mod.match_device_name(ms.gpu_name)
     if spec is None:
         raise InputError(f"no built-in spec matches '{ms.gpu_name}'; pass --gpu")

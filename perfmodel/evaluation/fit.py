@@ -42,8 +42,10 @@ def in_training_split(row: dict) -> bool:
 def _predict(gpu, cal, ms: MeasurementSet, costs):
     from perfmodel.evaluation.validate import predict_set
 
+    from perfmodel.kernels import get
+
     fits = dict(cal.path_fits)
-    fits[ms.kernel] = {"costs": costs}
+    fits[get(ms.kernel).fit_key_for(ms.mode[0] if len(ms) else "fwd")] = {"costs": costs}
     return predict_set(ms, gpu, dataclasses.replace(cal, path_fits=fits))[0]
 
 
@@ -102,7 +104,8 @@ def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60
         raise InputError(f"{ms.kernel} is a library's kernel: nothing is fitted to its timings (it is predicted "
                          f"with {kernel.fit_key}'s path costs and the probe's constants)")
     features = tuple(kernel.fit_features) + tuple(f for f in extra_features if f not in kernel.fit_features)
-    after = tuple(f for f in kernel.fit_after if f not in features)
+    # what a kernel fits after its path costs is a forward's (fa2_tc's age-ordered tail): a backward's fit has none
+    after = tuple(f for f in kernel.fit_after if f not in features) if set(ms.mode.tolist()) <= {"fwd"} else ()
     if hold and not after:
         raise InputError(f"{ms.kernel} fits nothing after its path costs (Kernel.fit_after): nothing to fit with "
                          f"them held")
@@ -112,7 +115,10 @@ def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60
         raise InputError(f"only {len(train)} training rows for {ms.kernel}; a fit of {len(features)} costs "
                          f"needs at least {3 * len(features)}")
     meas = train.measured_s
-    base = cal.path_costs(ms.kernel)
+    modes = sorted(set(ms.mode.tolist()))
+    if len(modes) != 1:
+        raise InputError(f"rows of several modes ({', '.join(modes)}): fit one pass at a time (--mode)")
+    base = cal.path_costs(kernel.fit_key_for(modes[0]))
     start = lambda names: np.log(np.array([base[f] if base[f] > 0 else FIT_START.get(f, 1e-3) for f in names]))
 
     pairs = problem_pairs(train) if ranking_share > 0 else np.zeros((0, 2), int)

@@ -211,6 +211,11 @@ class Kernel(ABC):
         held = shape if shape.mode == "fwd" else shape.with_mode("bwd")
         return held.tensor_bytes() + np.asarray(self.buffer_bytes(shape, tiles), dtype=float)
 
+    def fit_key_for(self, mode: str) -> str:
+        """Whose fitted path costs a pass uses: the forward's fit_key, or for a backward "<fit_key>:bwd" (its own
+        loop forms; the probe's costs until a fit on backward rows exists)."""
+        return self.fit_key if mode == "fwd" else f"{self.fit_key}:{mode}"
+
     @property
     def fit_key(self) -> str:
         """Whose fitted path costs this kernel uses (its own, or those of the kernel whose loop forms it shares)."""

@@ -100,7 +100,8 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
                            l2_shared_bytes=cal.l2_shared_bytes)
         return b, m, timing.predict(counts, m, ln.grid_blocks, ln.threads, b, gpu, cal, key, **kw)
 
-    bpsm, mem, t = timed(c, launch, kernel.fit_key, serial=kernel.serial, path_pipes=kernel.path_pipes,
+    key = kernel.fit_key_for(shape.mode)
+    bpsm, mem, t = timed(c, launch, key, serial=kernel.serial, path_pipes=kernel.path_pipes,
                          pipe_p=kernel.pipe_p)
     main_launch = LaunchTime(kernel.name + ("" if shape.mode == "fwd" else f":{shape.mode}"), launch, c, bpsm, t)
     before, after = [], []
@@ -118,5 +119,5 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
         blocks_per_sm=bpsm, waves=occupancy.waves(gpu, grid, bpsm),
         warps_per_sm=np.minimum(bpsm, np.ceil(grid / gpu.sm_count)) * warps_per_block,
         traffic=mem, timing=t, ceilings=ceil, roofline_time_s=roof, launches=tuple(launches),
-        path_costs=cal.path_basis(kernel.fit_key),
-        constants=cal.describe(kernel.fit_key, kernel.name), notes=notes)
+        path_costs=cal.path_basis(key),
+        constants=cal.describe(key, kernel.name), notes=notes)

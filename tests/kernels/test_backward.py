@@ -84,9 +84,10 @@ def test_three_launches():
     assert float(p.time_s) == pytest.approx(sum(float(ln.time_s) for ln in p.launches), rel=1e-5)
 
 
-# (MAPE, worst, Spearman) reached on every committed row, with a little slack: regression bounds, not the issue's
-# targets (fa2_tc held-out 8% / 25% / 0.9, flash 10%, cuDNN 12%), which the model does not meet yet
-BOUNDS = {"fa2_tc": (18.5, 37.0, 0.80), "sdpa-flash": (22.5, 52.0, None), "sdpa-cudnn": (31.0, 60.0, None)}
+# (MAPE, worst, Spearman) on every committed row (bwd and fwd_bwd): fa2_tc with its backward's path costs fitted on its
+# training split (path_fits.fa2_tc:bwd) meets the 8% / 25% (its Spearman, 0.86, not 0.9); SDPA flash, on
+# those costs and nothing of its own, 12.6% (target 10%); cuDNN 29% (target 12%): regression bounds where unmet
+BOUNDS = {"fa2_tc": (8.0, 25.0, 0.84), "sdpa-flash": (13.5, 42.0, None), "sdpa-cudnn": (30.0, 60.0, None)}
 
 
 @pytest.mark.parametrize("kernel", sorted(BOUNDS))
