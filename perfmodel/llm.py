@@ -389,12 +389,14 @@ def _estimate(spec, kernel: str, preset: ModelPreset, w: Workload, dtype: str, s
     from perfmodel.report import _accuracy_line
 
     groups, step, flops, nbytes, worst, outside, measured = [], 0.0, 0.0, 0.0, (-1.0, None), [], True
+    main_shape = None
     for (n_layers, window), calls in shapes_by_group:
         per_layer, done = 0.0, []
         for c in calls:
             r = api.predict(spec, kernel, B=w.batch, H=preset.heads, Hkv=preset.kv_heads, d=preset.head_dim,
                             dtype=dtype, **c)
             s = r.prediction.shape
+            main_shape = s if main_shape is None else main_shape
             per_layer += r.time_s
             flops += n_layers * float(s.useful_flops())
             nbytes += n_layers * float(s.tensor_bytes())
@@ -408,7 +410,9 @@ def _estimate(spec, kernel: str, preset: ModelPreset, w: Workload, dtype: str, s
             done.append(dict(c, time_s=r.time_s, bound=r.bound))
         step += n_layers * per_layer
         groups.append({"layers": n_layers, "window": window, "per_layer_s": per_layer, "calls": done})
-    acc = advice.measured_accuracy(kernel, spec.key)
+    # the error measured on this phase's workload (decode, grouped prefill, fwd_bwd...), of the step's main shape
+    acc = advice.measured_accuracy(kernel, spec.key, advice.workload_of(main_shape)) if main_shape is not None \
+        else advice.measured_accuracy(kernel, spec.key)
     off = tuple(outside) if measured else None
     return KernelEstimate(gpu=spec.key, gpu_name=spec.name, kernel=kernel, supported=True,
                           per_layer_s=step / preset.layers, per_step_s=step, tflops=flops / step / 1e12,
