@@ -561,7 +561,11 @@ class FA2TC(Kernel):
         splits = arr(tiles.splits)
         if not np.any(splits > 1):
             return ()
-        return (combine(shape, splits, self.name),)
+        return (combine(self.run_shape(shape), splits, self.name),)
+
+    def run_shape(self, shape):
+        """The problem the launch runs: a decode step's grouped heads folded into rows (fold_groups)."""
+        return fold_groups(shape)
 
     def head_counts(self, shape, tiles, facts):
         """FA2's counts, with the spill loads and stores of the instances that spill in their loop (the facts'

@@ -32,7 +32,7 @@ import numpy as np
 from perfmodel.kernels import backward
 from perfmodel.kernels.base import ArchFacts, Companion, Kernel, Launch, register
 from perfmodel.kernels.common import arr, cdiv
-from perfmodel.kernels.fa2_tc import FA2TC, FA2TCTiles, combine, fold_groups, head_counts_fa2, num_splits
+from perfmodel.kernels.fa2_tc import FA2TC, FA2TCTiles, fold_groups, head_counts_fa2, num_splits
 from perfmodel.model.counts import Counts
 
 HEAD_DIMS = (32, 64, 96, 128, 160, 192, 224, 256)       # HEADDIM_SWITCH rounds d up to one of these
@@ -449,13 +449,7 @@ class SDPACudnn(_SDPA):
         s = num_splits(arr(run.B) * arr(run.H) * cdiv(run.Nq, tiles.Br), gpu.sm_count, cdiv(run.Nk, tiles.Bc))
         return SDPATiles(Br=tiles.Br, Bc=tiles.Bc, warps=tiles.warps, splits=np.where(arr(shape.Nq) == 1, s, 1))
 
-    def companions(self, shape, tiles, facts):
-        if shape.mode != "fwd":
-            return backward.companions(self, shape, tiles, facts)
-        splits = arr(tiles.splits)
-        if not np.any(splits > 1):
-            return ()
-        return (combine(self.run_shape(shape), splits, self.name),)
+    companions = FA2TC.companions       # a split launch's combine: fa2_tc.combine's model
 
     def constraints(self, gpu, shape, tiles):
         """FA2's tensor-core limits, and Hopper: the preset is cuDNN's sm_90 kernel (warpgroup MMAs fed by TMA), which

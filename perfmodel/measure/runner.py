@@ -392,13 +392,7 @@ class GradRunner:
         """The largest relative error of dQ, dK and dV against float64 on fresh inputs after poisoning them: over
         the first and the last K/V head (each with its query heads); inf where an element was left unwritten."""
         torch = self.torch
-        Q, K, V = self.inputs(seed)
-        self.poison()
-        self.setup()
-        self.launch(Q, K, V)
-        torch.cuda.synchronize()
-        if not self.guard_intact():
-            raise InputError("the kernel wrote past the end of a gradient")
+        Q, K, V = launch_poisoned(torch, self, seed, "a gradient")
         if any(bool(torch.isnan(getattr(self, n)).any().item()) for n in ("dQ", "dK", "dV")):
             return float("inf")
         B, H, Hkv, Nq, Nk, d = self.dims
@@ -414,6 +408,18 @@ class GradRunner:
         return worst
 
 
+def launch_poisoned(torch, runner, seed: int, what: str):
+    """Fresh inputs, the outputs poisoned (NaN), one checked launch; InputError if it wrote past ``what``'s end."""
+    Q, K, V = runner.inputs(seed)
+    runner.poison()
+    runner.setup()
+    runner.launch(Q, K, V)
+    torch.cuda.synchronize()
+    if not runner.guard_intact():
+        raise InputError(f"the kernel wrote past the end of {what}")
+    return Q, K, V
+
+
 REFERENCE_FLOPS = 2e11      # above this, the float64 reference is computed for a sample of heads (all are checked
                             # for unwritten elements)
 
@@ -425,13 +431,7 @@ def check_correct(torch, runner, seed: int) -> float:
     (GradRunner.check)."""
     if isinstance(runner, GradRunner):
         return runner.check(seed)
-    Q, K, V = runner.inputs(seed)
-    runner.poison()
-    runner.setup()
-    runner.launch(Q, K, V)
-    torch.cuda.synchronize()
-    if not runner.guard_intact():
-        raise InputError("the kernel wrote past the end of its output")
+    Q, K, V = launch_poisoned(torch, runner, seed, "its output")
     if bool(torch.isnan(runner.O).any().item()):
         return float("inf")                      # an element was not written (or is NaN)
     B, H, Nq, d = Q.shape
