@@ -1,47 +1,14 @@
 """From counts to time: rounds of resident blocks, per-resource throughput, the latency path, L2 and DRAM.
 
-Per SM, blocks run in rounds of at most ``blocks_per_sm``; the busiest SM takes ceil(grid / SMs) blocks.
-A round of r blocks costs
+Per SM, blocks run in rounds of at most ``blocks_per_sm``; the busiest SM takes ceil(grid / SMs) blocks. A round
+costs the p-norm join of each SM resource's cycles (SM_RESOURCES: the pipes, issue, shared memory) and one block's
+latency path (the path features of Counts at their fitted costs, with the L2 misses it waits on). Blocks of uneven
+work (causal) cannot finish before the heaviest; the chip-wide rows (CHIP_RESOURCES: L2, DRAM) join the SM time
+the same way; each launch adds its launch cost, cold start and first-round burst. Cycles become seconds at the SM
+clock (the tensor clock for MMA launches), lowered where a calibration's power block caps it (model.power).
+Adding a resource is one row here (and the calibration field that prices it).
 
-    throughput: each row of SM_RESOURCES, the cycles its work needs (pipes usable only on the SM
-                sub-partitions that have warps: min(warps, 4) / 4);
-    latency:    one block's critical path (its slowest warp): the path features of Counts, each times its
-                cost in cycles (calibration.path_costs); a load all resident blocks issue together that misses
-                L2 waits at least for DRAM to deliver every block's tile, and what the phase it overlaps leaves
-                of its latency (``miss_latency``, ``Counts.load_steps``); in rounds after the first, the loads
-                that missed L2 in the first may hit where the block's head began in an earlier round
-                (``Counts.later_miss_share``), and those that still miss no longer walk in step;
-
-(the fetch row: the issue slots code a block passes through once loses while co-resident blocks of uneven work sit
-elsewhere in it, at the instruction-cache probe's supply, ``fetch_instructions``; it joins the issue row as one part),
-joined by a p-norm, (sum t^p)^(1/p): with few warps the path dominates, with many the pipes do, and in between both
-count (never less than the busiest resource's own time over the launch); a kernel's fit may let p fall with the
-query rows each scheduler holds of one block (``overlap_rows``, ``Counts.sched_rows``). A kernel whose pipes were
-measured together (``Kernel.pipe_p``: the pipe-mix probe's p) joins them by that p first, so the path's p (fitted)
-governs only how co-resident warps hide its latency. A kernel whose warps use some resources one after another,
-each waiting on the last, names them in ``Kernel.serial``: the times of the resources in one group add before the
-group joins the rest (a member given as (name, share) adds that share of its time; the rest joins the others; a
-group naming "latency" adds the block's latency path too, for a kernel whose warps wait out that path between their
-pipe phases). A kernel whose warp waits on its own work on some
-pipes (FlashAttention-2 on tensor cores: a warp's MMAs wait on its ldmatrix fragments, its softmax on its MMAs)
-names them in ``Kernel.path_pipes``: one warp's share of that work joins the block's path (at ``own_path`` times the
-SM's rate, a kernel's fit), and co-resident warps overlap one another only through the p-norm (whose p a kernel's
-fit may hold); the p-norm's throughput part of those resources then holds the work of the warps other than the
-path's own, which the path already carries. Blocks of uneven work (causal grids: ``Counts.block_spread``) cannot
-finish before the heaviest. The chip-wide rows of CHIP_RESOURCES (L2, DRAM) join the SM time the same way. Adding a
-resource is one row here (and the calibration field that prices it). A launch of several kernels
-(``Counts.launches``) pays the launch cost of each, and every launch once the cold start: its first global round
-trip after the L2 flush of the timing (``Calibration.cold_start_cycles``), and the first round's burst: the bytes
-its blocks fetch from DRAM before they compute (``Counts.burst_*``: their Q tiles and first K/V tiles), at the DRAM
-bandwidth, with nothing to overlap them. The DRAM row (``times_s["dram"]``) holds the rest of the DRAM traffic,
-which does overlap. A GPU operation a call queues beside its kernels (``Counts.queued_ops``: cuDNN's memset,
-split-KV's combine kernel) adds what the probe measures a second queued operation to cost
-(``Calibration.queued_op_s``). A queued kernel's blocks (``Kernel.companions``) are timed as a launch of their own
-that finds its inputs in L2 (``cold=False``), and ``add`` joins the two. Cycles become seconds at the SM clock: the
-GPU's tensor clock (``GPUSpec.tensor_clock_hz``) for a launch whose warps issue tensor-core MMAs, which the power
-probe reads under mma.sync loads while nvidia-smi shows the boost clock, and the boost clock for any other. A
-calibration with a power block (``Calibration.power``; none shipped: docs/known-gaps.md) lowers that clock where the
-launch's energy would take the bench's average power over the board's limit (model.power).
+The mechanism in full, and the measurements behind it: research/notes/timing-model.md.
 """
 
 from __future__ import annotations
