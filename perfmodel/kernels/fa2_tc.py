@@ -277,6 +277,55 @@ def masked_warp_tiles(Nq, Nk, Br, Bc, W, causal: bool):
     return total
 
 
+def _warp_tile_counts(MT, Bc, d, NS, KQ, NO, qreg, elem_fp32):
+    """(mma, ldmatrix, SFU, FP32, shuffle) warp instructions of one warp per KV tile."""
+    mma = 2 * MT * Bc * d // 128
+    ldsm = 2 * (Bc * d // 256) + np.where(qreg, 0, MT * KQ)
+    sfu = 4 * MT * NS + 2 * MT
+    fp32 = 4 * MT * NS * elem_fp32 + 4 * MT * NO + 2 * MT * NS + 8 * MT
+    shfl = 4 * MT
+    return mma, ldsm, sfu, fp32, shfl
+
+
+def _other_instructions(code, o, counted, Nq, Nk, Br, Bc, W, causal, KQ, KP, qreg, q_copies, warp_tiles, blocks_h):
+    """(known, a head's warp instructions beyond the counted ones). Read off the instance's code where known
+    (``known``: a tile's path less its ``counted`` work; each masked tile's mask; the code a warp runs once less
+    its counted Q copies, Q fragments and O stores and less the next K's copies the last tile skips, which the
+    counts hold for every tile), else estimated from the overheads ``o``."""
+    tile, cmask, rmask, last, once = (np.zeros((), np.int64),) * 5 if code is None else (arr(x) for x in code)
+    known = tile > 0
+    other = np.where(known, tile - counted, o["tile"] + o["kstep"] * (KQ + KP))
+    once_other = once - last - q_copies * 2 / W - np.where(qreg, KQ, 0)
+    mask_code = np.where(known, (cmask if causal else rmask) * masked_warp_tiles(Nq, Nk, Br, Bc, W, causal), 0)
+    return known, warp_tiles * other + np.where(known, mask_code + blocks_h * W * once_other, 0)
+
+
+def _block_path_shape(tiles_h, blocks_h, MT, Nk, Br, Bc, splits, causal, heavy_first, N):
+    """A block's KV tiles (on average), the chains its path exposes, its work's spread and step over the head's
+    blocks, and the K/V loads it finds in L2."""
+    # the latency path of one block (average over the head's blocks): per KV tile, the QK^T accumulation chain
+    # (KQ dependent mma steps), the row max (2 shuffles after a chain of 2*NS FMNMX), the exponentials, the row
+    # sum and the PV chain (KP steps); two barriers; the first K/V tile's global round trip. A warp holding MT row
+    # tiles runs MT such chains, independent of one another, and the compiler interleaves them: while one waits
+    # on a dependent step, the others' MMAs, exponentials and FP32 work run, and that work is on the path already
+    # (the warp's own pipe work: timing's path_pipes). So the path counts 1/MT of a chain per KV tile.
+    tiles_b = tiles_h / blocks_h
+    exposed = tiles_b / np.maximum(MT, 1)              # (MT = 0: a tile too short for its warps, masked)
+    spread = cdiv(cdiv(Nk, Bc), splits) / tiles_b       # causal: the last Q tile's block sees every key
+    # causal: consecutive Q tiles differ by Br/Bc key tiles (a split block by its share of that); split-KV
+    # launches dispatch a head's Q tiles once per split, so the pattern repeats every qblocks_h blocks
+    step = (Br / Bc / splits / tiles_b) * (-1 if heavy_first else 1) if causal else 0 * N
+    # K/V loads a block waits on each tile (single-buffered). Without a mask the first round's blocks of a head start
+    # together and walk the same tiles in step: each load is the first touch of its tile (DRAM). Causal blocks start
+    # at their own diagonal tiles and walk down: a tile's first reader is the block whose first steps reach it, and
+    # every later reader finds it in L2. So a head misses each of its tiles once: cdiv(N, Bc) / blocks tiles a block
+    # (Br/Bc: a block's own diagonal tiles), at least its first. Blocks of later rounds find their tiles in L2
+    # (later_miss_share below).
+    miss_tiles = np.minimum(tiles_b, np.maximum(cdiv(Nk, Bc) / blocks_h, 1))
+    miss_free = (tiles_b - miss_tiles) * 2 if causal else 0 * tiles_b
+    return tiles_b, exposed, spread, step, miss_free
+
+
 def head_counts_fa2(Nq, Nk, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers=None, splits=1, heavy_first=True,
                     elem_fp32=3, age_split=True, softmax_overlaps_load=True, code=None, group=1):
     """Counts of one query head of an FA2-structured tensor-core forward (this kernel, or FlashAttention-2 itself
@@ -303,12 +352,7 @@ def head_counts_fa2(Nq, Nk, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers
     ragged = (Nk % Bc > 0).astype(np.int64) * blocks_h
     diag = (cdiv(Br, Bc) + (Br % Bc > 0)) * blocks_h if causal else 0
     masked_h = np.minimum(tiles_h, ragged + diag)
-    # per warp per KV tile
-    mma = 2 * MT * Bc * d // 128
-    ldsm = 2 * (Bc * d // 256) + np.where(qreg, 0, MT * KQ)
-    sfu = 4 * MT * NS + 2 * MT
-    fp32 = 4 * MT * NS * elem_fp32 + 4 * MT * NO + 2 * MT * NS + 8 * MT
-    shfl = 4 * MT
+    mma, ldsm, sfu, fp32, shfl = _warp_tile_counts(MT, Bc, d, NS, KQ, NO, qreg, elem_fp32)
     per_block_tile_copies = Bc * d * dtype_bytes * 2 // 512            # K and V, 512 B per warp instruction
     # per head
     warp_tiles = tiles_h * W
@@ -317,37 +361,12 @@ def head_counts_fa2(Nq, Nk, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers
     epilogue_stg = blocks_h * q_copies                                  # 16-byte stores, 32 lanes
     ldgsts = tiles_h * per_block_tile_copies + prologue_copies
     ldsm_h = warp_tiles * ldsm + blocks_h * W * np.where(qreg, KQ, 0)
-    # instructions beyond the counted ones: read off the instance's code where known (a tile's path less its counted
-    # work; each masked tile's mask; the code a warp runs once less its counted Q copies, Q fragments and O stores
-    # and less the next K's copies the last tile skips, which the counts hold for every tile), else estimated
-    tile, cmask, rmask, last, once = (np.zeros((), np.int64),) * 5 if code is None else (arr(x) for x in code)
-    known = tile > 0
     counted = mma + ldsm + sfu + fp32 + shfl + per_block_tile_copies / W
-    other = np.where(known, tile - counted, o["tile"] + o["kstep"] * (KQ + KP))
-    once_other = once - last - q_copies * 2 / W - np.where(qreg, KQ, 0)
-    mask_code = np.where(known, (cmask if causal else rmask) * masked_warp_tiles(Nq, Nk, Br, Bc, W, causal), 0)
-    other_h = warp_tiles * other + np.where(known, mask_code + blocks_h * W * once_other, 0)
+    known, other_h = _other_instructions(code, o, counted, Nq, Nk, Br, Bc, W, causal, KQ, KP, qreg, q_copies,
+                                         warp_tiles, blocks_h)
     qd, kd = Nq * d * dtype_bytes, Nk * d * dtype_bytes           # one head's Q (or O), and its K (or V)
-    # the latency path of one block (average over the head's blocks): per KV tile, the QK^T accumulation chain
-    # (KQ dependent mma steps), the row max (2 shuffles after a chain of 2*NS FMNMX), the exponentials, the row
-    # sum and the PV chain (KP steps); two barriers; the first K/V tile's global round trip. A warp holding MT row
-    # tiles runs MT such chains, independent of one another, and the compiler interleaves them: while one waits
-    # on a dependent step, the others' MMAs, exponentials and FP32 work run, and that work is on the path already
-    # (the warp's own pipe work: timing's path_pipes). So the path counts 1/MT of a chain per KV tile.
-    tiles_b = tiles_h / blocks_h
-    exposed = tiles_b / np.maximum(MT, 1)              # (MT = 0: a tile too short for its warps, masked)
-    spread = cdiv(cdiv(Nk, Bc), splits) / tiles_b       # causal: the last Q tile's block sees every key
-    # causal: consecutive Q tiles differ by Br/Bc key tiles (a split block by its share of that); split-KV
-    # launches dispatch a head's Q tiles once per split, so the pattern repeats every qblocks_h blocks
-    step = (Br / Bc / splits / tiles_b) * (-1 if heavy_first else 1) if causal else 0 * N
-    # K/V loads a block waits on each tile (single-buffered). Without a mask the first round's blocks of a head start
-    # together and walk the same tiles in step: each load is the first touch of its tile (DRAM). Causal blocks start
-    # at their own diagonal tiles and walk down: a tile's first reader is the block whose first steps reach it, and
-    # every later reader finds it in L2. So a head misses each of its tiles once: cdiv(N, Bc) / blocks tiles a block
-    # (Br/Bc: a block's own diagonal tiles), at least its first. Blocks of later rounds find their tiles in L2
-    # (later_miss_share below).
-    miss_tiles = np.minimum(tiles_b, np.maximum(cdiv(Nk, Bc) / blocks_h, 1))
-    miss_free = (tiles_b - miss_tiles) * 2 if causal else 0 * tiles_b
+    tiles_b, exposed, spread, step, miss_free = _block_path_shape(tiles_h, blocks_h, MT, Nk, Br, Bc, splits, causal,
+                                                                  heavy_first, N)
     # split-KV: each split writes its partial O and row statistics in fp32; a second kernel, queued behind this one,
     # reads them back and writes O (flash_fwd_splitkv_combine_kernel: the preset's companion times its blocks)
     accum = np.where(splits > 1, splits * Nq * (d + 1) * 4, 0)
@@ -383,9 +402,7 @@ def head_counts_fa2(Nq, Nk, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers
         softmax_overlaps_load=np.asarray(softmax_overlaps_load, dtype=float) + 0 * tiles_b,
         # blocks sharing an SM split it in the schedulers' age order where a step's S phase (QK^T and the softmax,
         # which does not shrink with d) is long beside its PV phase, d <= 64, and a scheduler holds 32 query rows or
-        # more of each block: traced in one round at the measured build's blocks a SM (probe/fa2_tc_trace_fair.json),
-        # every such tile's last block ends 3-8% after the mean, while the 64-row 4-warp tiles and every d >= 128
-        # tile end together (within 1.1%)
+        # more of each block (traced: research/notes/timing-model.md, the age-ordered tail)
         age_split_warps=np.where(age_split & (d <= 64) & (Br / np.minimum(W, 4) >= 32) & (Bc >= 128), 2, 0) + 0 * tiles_b,
         # after the first round a head's blocks no longer start together: the blocks of its head dispatched before a
         # block have fetched its tiles, which it finds in L2. Causal: its first tile, the diagonal, only if those

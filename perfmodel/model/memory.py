@@ -2,72 +2,17 @@
 bytes still held in L2 when the kernel ends. Pure and vectorised: every argument may be a numpy array.
 
 A kernel states its traffic in pieces (perfmodel.model.counts): first touches (``dram_*_once``), re-use traffic
-(``dram_*_reuse``) that reaches DRAM only when the re-used line has left L2, and ``reuse_live_bytes``, the bytes of
-re-used data a head keeps live. This module turns the pieces into DRAM bytes with a rule read off Nsight Compute on
-the H100 (``research/data/h100/ncu/``: the DRAM sweep ``ncu_dram_{fa1,fa2,fa2_tc}.csv``, 40 launches whose
-compulsory bytes Q+K+V+O span 0.25x to 8x of L2, reached with many heads of short N and with few heads of long N,
-and fa1's band ``band/ncu_dram_fa1.csv``, 21 launches between the sweep's head counts; research/scripts/ncu_run.sh,
-NCU_METRICS=dram):
+(``dram_*_reuse``) that reaches DRAM only when the re-used line has left L2, and ``reuse_live_bytes``. The rule
+(``RULE``, an ``L2Rule``, read off Nsight Compute on the H100 and fitted there):
 
-1. **Re-use distance.** A re-used line hits when less than the L2 holds was touched since its last use. Hits fall
-   linearly from all, at a distance of ``hit_all`` x L2, to none at ``hit_none`` x L2 (L2 = the device's L2 size,
-   ``GPUSpec.l2_bytes``: 52.4 MB on the H100, so 32.5 and 46.1 MB). The device size, not the probe's read-sweep
-   capacity (calibration ``l2_effective_bytes``): fa1 launches whose heads run in lockstep (one block per SM) miss
-   half their re-reads at ~38.5 MB on the H100 and ~46.5 MB on the H200, 1.21x apart, as the device sizes are
-   (1.20x), while the probe's capacities are 1.11x apart. The kernels see far less than the read-only sweep,
-   which still hits 95% at 0.92 x L2 (raw.read_gbps_by_buffer_mb): their re-used lines compete with streamed and
-   written ones, and the H100's L2 is two partitions. The L2 counters show both: fa1 reads more from DRAM than its
-   L2 read lookups miss (its 4-byte stores of O refill lines whose dirty copy was evicted), and K/V read by blocks
-   on every SM mostly hit in the near partition (little traffic crosses the partitions), which the rule reads as
-   K/V held in both. The distance is counted where the kernel re-uses:
+1. a re-used line hits while the bytes touched since its last use stay below ``hit_all`` x L2, none beyond
+   ``hit_none`` x L2, linearly between; re-use inside a block counts its wave's live heads, re-use across the blocks
+   of a head only where a wave boundary cuts the head (``crossings``, on a softer ramp of its own);
+2. written lines reach DRAM when they leave L2: what the kernel writes less ``dirty_kept`` x L2 still dirty at its
+   end; re-written lines are written back at the re-use miss rate.
 
-   * *inside a block* (one block per head, fa1: Q, O, l, m re-read on every K/V tile): per re-use period a head
-     touches its live bytes plus its share of the streamed bytes (K/V tiles). With equal blocks the grid runs in
-     waves; inside a wave some SMs hold one block more than others, and a block among j on its SM runs at
-     ``j**-crowd_pace`` of a lone block's speed. A head's distance is what all live heads touch while it goes once
-     round its loop, so heads on the fuller SMs see the longer distance, and once the other SMs are done they
-     finish alone, with few heads live (``_wave_phases``). ncu: fa1 at 128 heads of N=1024 (36 MB touched per K/V
-     tile) misses ~30% of its re-reads, 256 heads of N=256 (42 MB) 75%, 192 heads of N=1024 74%, from ~70 MB on
-     all.
-   * *across the blocks of a head* (fa2, fa2_tc, SDPA: every Q-tile block reads all of K and V): blocks of a head
-     that run together share each fetch, so re-reads reach DRAM only where the dispatch order cuts a head between
-     two waves of resident blocks (``crossings``); the distance is a wave's traffic: the live heads' K and V
-     (``1 + shared_copy`` times: a line many blocks re-read takes more room than one a single block does) and every
-     resident block's own tiles. These re-reads have a ramp of their own, far softer than the re-use inside a block
-     (``cross_all`` to ``cross_none``: 0.5x to 1.45x L2 on the H100): the blocks of a head that re-read a tile start
-     over a spread of times, so their distances spread too. The ramp's unit is the room L2 gives lines every block
-     re-reads (the shared-read probe, research/scripts/probe_l2_share.py: half of them miss at 26.8 MiB on the H100, 31.1 MiB
-     on the H200, 0.54x and 0.52x of their L2s, whichever SMs read them; one block's lines at 41.5 and 48.1 MiB):
-     on a GPU with a calibrated ``l2_shared_bytes`` the ramp's L2 is that over ``shared_room`` (the H100's share).
-     The k-th crossing misses ``wave_fade**(k-1)`` as often as the first (0.95: nearly alike). ncu: fa2_tc d=256
-     at N=32768 (32 MB of K/V per head) re-reads all K/V once per crossing; 8 heads of N=32768, d=128 1.1 times a
-     head's K/V per crossing over 7, repeatable to 2% (``repeat-tc/``); d=128 at N=16384 0.5-0.7 of it.
-
-2. **Writes.** Written lines reach DRAM only when they leave L2: what the kernel writes, less the dirty bytes L2
-   still holds at its end (``dirty_kept`` x L2 = 6.6 MB on the H100, set from the measurement, not fitted:
-   4-11 MB, median 6.4 MB, in every launch whose output exceeds that, 0.62x..20x of L2); re-written lines (fa1's
-   O, l, m) are written back at the re-use miss rate of a slightly longer distance (``writeback_lead``: dirty
-   lines are cleaned ahead of their eviction) and, at a small rate (``clean``), even when they stay (fa1 far
-   inside L2 writes back 1-3% of its re-writes).
-
-The other constants (``L2Rule``) are fitted on a declared training split, the H100's sweep and band rows in
-0.25x..8x of L2 (``research/scripts/fit_l2_rule.py``: the smallest mean |log(predicted/measured)|; a mean, because near
-L2's size identical launches differ by up to 2.4x, below). On it: 55 of 61 rows within 10%, mean 4.0%. Held out:
-the older H100 ncu rows in that range (fa2 0.9%, fa2_tc 2.6% at worst; fa1's one row off by 20% repeats a sweep
-configuration, and the two runs differ by 15%), fa2's and fa2_tc's band between the sweep's rows (``band2/``:
-27 of 27 within 10%, worst 8.8%), fa2_tc's long-N launches repeated (``repeat-tc/``: 34 of 34) and every H200
-row (its sweep: fa2 and fa2_tc within 10%, fa1 12 of 14; fa1's band: 10 of 21 within 10%, mean 10.3%, worst 30%;
-fa2's and fa2_tc's band: 27 of 27; the repeats 34 of 34. While the cross-wave ramp scaled with the device's L2, a
-single head of N=32768, d=256 sat at -11% on the H200: it reads its K/V twice in full on both GPUs, and the H200's
-shared room is 1.16x the H100's, not 1.2x; it is now -9.7%). The cross-wave ramp's form was chosen after the band
-and repeated rows had shown the fade's misses; its constants are fitted on the training split alone. Near L2's size
-fa1's counters do not reproduce: launched six times each (``repeat/``: B x H = 1 x h, 2 x h/2, 4 x h/4, in two
-processes), one configuration moves 97-237 MB (28 heads of N=2048 on the H100), so there the rule is held to the
-spread of the repeats (within 10% of their range: 8 of 9 configurations on the H100, 7 of 9 on the H200) and to mean
-errors. Fitted on the H100, applied to other GPUs in proportion to their L2 (the cross-wave ramp: to their probed
-shared room, where they have one; `perfmodel probe` times it, research/tests/test_l2_share_probe.py). Only DRAM bytes that
-move during the kernel are counted, which is also what the timing model needs. research/tests/test_dram_vs_ncu.py holds the
-rule to the measurements.
+Applied to other GPUs in proportion to their L2 (the cross-wave ramp: to their probed shared room). The measurements,
+the fit and its statistics: research/notes/l2-rule.md.
 """
 
 from __future__ import annotations

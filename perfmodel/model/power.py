@@ -9,10 +9,8 @@ resident, the GPU warm). The bench runs each launch between two head-start spins
 back, a long one is. Where the average at the model's clock exceeds ``limit_w``, the clock falls until it does not;
 a launch's time scales with 1 / clock (all of it: the DRAM's share of a power-capped launch is small).
 
-The H100's probe: an mma.sync on random switching operands costs 1.6 times the energy of one on fixed bits, and
-an L2 read 21 pJ a byte, which is what ranks the tiles' clocks (a 64-row tile reads K and V from L2 twice as often
-a FLOP as a 128-row one). Refitted with it, fa2_tc ranks tiles worse, so no shipped calibration holds a power block:
-docs/known-gaps.md, the power model. ``gap_s`` 0: launches back to back, as a training loop runs them.
+No shipped calibration holds a power block (docs/known-gaps.md, the power model; the probe's figures:
+research/notes/power-model.md). ``gap_s`` 0: launches back to back, as a training loop runs them.
 """
 
 from __future__ import annotations

@@ -1,47 +1,14 @@
 """From counts to time: rounds of resident blocks, per-resource throughput, the latency path, L2 and DRAM.
 
-Per SM, blocks run in rounds of at most ``blocks_per_sm``; the busiest SM takes ceil(grid / SMs) blocks.
-A round of r blocks costs
+Per SM, blocks run in rounds of at most ``blocks_per_sm``; the busiest SM takes ceil(grid / SMs) blocks. A round
+costs the p-norm join of each SM resource's cycles (SM_RESOURCES: the pipes, issue, shared memory) and one block's
+latency path (the path features of Counts at their fitted costs, with the L2 misses it waits on). Blocks of uneven
+work (causal) cannot finish before the heaviest; the chip-wide rows (CHIP_RESOURCES: L2, DRAM) join the SM time
+the same way; each launch adds its launch cost, cold start and first-round burst. Cycles become seconds at the SM
+clock (the tensor clock for MMA launches), lowered where a calibration's power block caps it (model.power).
+Adding a resource is one row here (and the calibration field that prices it).
 
-    throughput: each row of SM_RESOURCES, the cycles its work needs (pipes usable only on the SM
-                sub-partitions that have warps: min(warps, 4) / 4);
-    latency:    one block's critical path (its slowest warp): the path features of Counts, each times its
-                cost in cycles (calibration.path_costs); a load all resident blocks issue together that misses
-                L2 waits at least for DRAM to deliver every block's tile, and what the phase it overlaps leaves
-                of its latency (``miss_latency``, ``Counts.load_steps``); in rounds after the first, the loads
-                that missed L2 in the first may hit where the block's head began in an earlier round
-                (``Counts.later_miss_share``), and those that still miss no longer walk in step;
-
-(the fetch row: the issue slots code a block passes through once loses while co-resident blocks of uneven work sit
-elsewhere in it, at the instruction-cache probe's supply, ``fetch_instructions``; it joins the issue row as one part),
-joined by a p-norm, (sum t^p)^(1/p): with few warps the path dominates, with many the pipes do, and in between both
-count (never less than the busiest resource's own time over the launch); a kernel's fit may let p fall with the
-query rows each scheduler holds of one block (``overlap_rows``, ``Counts.sched_rows``). A kernel whose pipes were
-measured together (``Kernel.pipe_p``: the pipe-mix probe's p) joins them by that p first, so the path's p (fitted)
-governs only how co-resident warps hide its latency. A kernel whose warps use some resources one after another,
-each waiting on the last, names them in ``Kernel.serial``: the times of the resources in one group add before the
-group joins the rest (a member given as (name, share) adds that share of its time; the rest joins the others; a
-group naming "latency" adds the block's latency path too, for a kernel whose warps wait out that path between their
-pipe phases). A kernel whose warp waits on its own work on some
-pipes (FlashAttention-2 on tensor cores: a warp's MMAs wait on its ldmatrix fragments, its softmax on its MMAs)
-names them in ``Kernel.path_pipes``: one warp's share of that work joins the block's path (at ``own_path`` times the
-SM's rate, a kernel's fit), and co-resident warps overlap one another only through the p-norm (whose p a kernel's
-fit may hold); the p-norm's throughput part of those resources then holds the work of the warps other than the
-path's own, which the path already carries. Blocks of uneven work (causal grids: ``Counts.block_spread``) cannot
-finish before the heaviest. The chip-wide rows of CHIP_RESOURCES (L2, DRAM) join the SM time the same way. Adding a
-resource is one row here (and the calibration field that prices it). A launch of several kernels
-(``Counts.launches``) pays the launch cost of each, and every launch once the cold start: its first global round
-trip after the L2 flush of the timing (``Calibration.cold_start_cycles``), and the first round's burst: the bytes
-its blocks fetch from DRAM before they compute (``Counts.burst_*``: their Q tiles and first K/V tiles), at the DRAM
-bandwidth, with nothing to overlap them. The DRAM row (``times_s["dram"]``) holds the rest of the DRAM traffic,
-which does overlap. A GPU operation a call queues beside its kernels (``Counts.queued_ops``: cuDNN's memset,
-split-KV's combine kernel) adds what the probe measures a second queued operation to cost
-(``Calibration.queued_op_s``). A queued kernel's blocks (``Kernel.companions``) are timed as a launch of their own
-that finds its inputs in L2 (``cold=False``), and ``add`` joins the two. Cycles become seconds at the SM clock: the
-GPU's tensor clock (``GPUSpec.tensor_clock_hz``) for a launch whose warps issue tensor-core MMAs, which the power
-probe reads under mma.sync loads while nvidia-smi shows the boost clock, and the boost clock for any other. A
-calibration with a power block (``Calibration.power``; none shipped: docs/known-gaps.md) lowers that clock where the
-launch's energy would take the bench's average power over the board's limit (model.power).
+The mechanism in full, and the measurements behind it: research/notes/timing-model.md.
 """
 
 from __future__ import annotations
@@ -90,8 +57,7 @@ CHIP_RESOURCES = (
 )
 RESOURCES = tuple(r.name for r in SM_RESOURCES) + ("latency",) + tuple(r.name for r in CHIP_RESOURCES)
 # What the blocks in service still hold when a block dispatched after the first round starts, over a renewal
-# process's mean residual per slot: 0.63-1.06 in the 11 traced causal launches, mean 0.87 (probe/fa2_tc_trace*.json;
-# research/tests/test_dispatch.py)
+# process's mean residual per slot: the mean of the traced causal launches (research/notes/timing-model.md)
 LIST_RESIDUAL = 0.87
 
 
@@ -189,13 +155,33 @@ def path_cycles(c: Counts, costs: dict):
     return sum(c.path(f) * costs[f] for f in PATH_FEATURES)
 
 
-def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, cal: Calibration,
-            fit_key: str, serial: tuple = (), path_pipes: tuple = (), pipe_p: float = 0.0, cold: bool = True) -> Timing:
-    """Seconds for each launch. Computed in float32 (7 significant digits, far below the model's own error),
-    which keeps a million-configuration sweep near a second. ``mem``: the DRAM traffic (model.memory);
-    ``fit_key``: whose fitted path costs apply (Kernel.fit_key); ``pipe_p`` > 0: the pipes join one another by
-    this p-norm before they join the path (Kernel.pipe_p); ``cold=False``: a kernel queued behind another in the
-    same call, which finds its inputs in L2 (no cold start)."""
+@dataclass
+class _Launch:
+    """What every step of ``predict`` shares: the launch's rounds, its SM resources' work per block, and how a
+    kernel joins them (float32 arrays, one entry per configuration)."""
+    c: Counts
+    gpu: GPUSpec
+    cal: Calibration
+    costs: dict                  # the fitted path costs (Calibration.path_costs)
+    clock: np.ndarray            # the SM clock before any power cap
+    grid: np.ndarray
+    bpsm: np.ndarray
+    bpsm_safe: np.ndarray
+    warps_per_block: np.ndarray
+    full_rounds: np.ndarray
+    last: np.ndarray             # blocks in the last, partial round
+    r_full: np.ndarray           # blocks in a full round
+    per_block: list              # (work per block, cycles per unit, SMResource)
+    path_pipes: tuple
+    pipe_p: float
+    p_rows: object               # the p's factor by the rows a scheduler holds, or None
+    groups: list                 # serial groups as (resource, share) pairs
+    path_serial: bool            # a group names "latency"
+    smem_serial: object          # Counts.smem_serial, or None
+
+
+def _setup(c, grid_blocks, threads, blocks_per_sm, gpu, cal, fit_key, serial, path_pipes, pipe_p) -> _Launch:
+    """The rounds of resident blocks, the SM clock, and the work each SM resource does per block."""
     f32 = np.float32
     # the SM clock: a launch whose warps issue tensor-core MMAs runs at the GPU's tensor clock (GPUSpec.
     # tensor_clock_hz), every other at the boost clock
@@ -214,26 +200,85 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     fetch = fetch_instructions(c, cal, grid, gpu.sm_count * np.maximum(bpsm, 1))     # issue slots fetch adds
     per_block = [(((r.work(c) + (fetch if r.name == "fetch" else 0)) / g).astype(f32), f32(r.cycles(gpu, cal)), r)
                  for r in SM_RESOURCES]
-
-    def thr_cycles(r):
-        """Cycles each SM resource needs for r concurrent blocks."""
-        warps = r * warps_per_block
-        used = np.maximum(np.minimum(warps, gpu.schedulers_per_sm), 1) / gpu.schedulers_per_sm
-        per_used = r / used
-        return {res.name: (per_used if res.per_subpartition else r) * work * cyc for work, cyc, res in per_block}
-
     costs = cal.path_costs(fit_key)
-    # the path without its loads; a warp's own work on the path_pipes lies on it too (it waits on it)
+    # the p falls with the query rows each scheduler holds of one block (``overlap_rows``, a kernel's fit; the
+    # co-residence probe)
+    rows = np.asarray(c.sched_rows, dtype=f32)
+    p_rows = (np.where(rows > 0, np.power(np.maximum(rows, f32(1)) / f32(16), -f32(costs["overlap_rows"])), f32(1))
+              if costs["overlap_rows"] and np.any(rows > 0) else None)
+    groups = [[(m, 1.0) if isinstance(m, str) else m for m in g] for g in serial]
+    return _Launch(c=c, gpu=gpu, cal=cal, costs=costs, clock=clock, grid=grid, bpsm=bpsm, bpsm_safe=bpsm_safe,
+                   warps_per_block=warps_per_block, full_rounds=full_rounds, last=last, r_full=r_full,
+                   per_block=per_block, path_pipes=path_pipes, pipe_p=pipe_p, p_rows=p_rows, groups=groups,
+                   path_serial=any(n == "latency" for g in groups for n, _ in g),
+                   smem_serial=(np.asarray(c.smem_serial, dtype=f32)
+                                if np.any(np.asarray(c.smem_serial) > 0) else None))
+
+
+def _thr_cycles(s: _Launch, r):
+    """Cycles each SM resource needs for r concurrent blocks."""
+    gpu = s.gpu
+    warps = r * s.warps_per_block
+    used = np.maximum(np.minimum(warps, gpu.schedulers_per_sm), 1) / gpu.schedulers_per_sm
+    per_used = r / used
+    return {res.name: (per_used if res.per_subpartition else r) * work * cyc for work, cyc, res in s.per_block}
+
+
+def _joined(s: _Launch, t):
+    """The SM resources' cycles ``t`` with a kernel's serial groups summed."""
+    f32 = np.float32
+    parts = dict(t)
+    parts["issue"] = parts["issue"] + parts.pop("fetch")     # fetch stalls take issue slots
+    for items in s.groups:         # resources a kernel runs one after another: their times add
+        # a share below 1: that part of the resource's time lies in the chain, the rest overlaps it
+        chain = sum(parts[n] * f32(w) for n, w in items)
+        rest = {n: parts.pop(n) * f32(1 - w) for n, w in items}
+        parts["+".join(n for n, _ in items)] = chain
+        parts.update({n: rest[n] for n, w in items if w < 1})
+    if s.smem_serial is not None:  # Counts.smem_serial: that share of shared memory's time adds to the MMAs'
+        lead = next((k for k in parts if "tensor" in k.split("+")), None)
+        if lead is not None:
+            parts[lead] = parts[lead] + parts["smem"] * s.smem_serial
+            parts["smem"] = parts["smem"] * (f32(1) - s.smem_serial)
+    return list(parts.values())
+
+
+def _join(s: _Launch, t, path, r):
+    """Cycles of ``r`` co-resident blocks whose SM resources need ``t`` together, each waiting ``path``."""
+    t = others_work(t, r * s.warps_per_block, s.path_pipes, s.gpu)
+    parts = _joined(s, {**t, "latency": path} if s.path_serial else t)
+    if s.pipe_p:
+        parts = [_pnorm(parts, s.pipe_p)]
+    p = s.costs["overlap"]       # the calibration's, unless a kernel's fit holds its own
+    if s.p_rows is not None:
+        p = p * s.p_rows
+    return _pnorm(parts if s.path_serial else [*parts, path], p)
+
+
+@dataclass
+class _Paths:
+    """One block's latency path (cycles) in the first round and in later ones."""
+    lat: np.ndarray              # the first round's
+    lat_later: np.ndarray        # a later round's
+    dram_on_path: np.ndarray     # DRAM cycles the first round's path already holds (the DRAM row leaves them out)
+    t_full: dict                 # a full round's SM resources' cycles
+
+
+def _paths(s: _Launch) -> _Paths:
+    """The block's path: its path features at their costs, its own work on the path pipes, and its L2 misses (in
+    step with every resident block's in the first round; found in L2 or at the flat cost in later rounds)."""
+    f32 = np.float32
+    c, gpu, cal, costs, clock = s.c, s.gpu, s.cal, s.costs, s.clock
+    # the path without its loads; a warp's own work on the path_pipes lies on it too (it waits on it), at
+    # ``own_path`` times the SM's rate (a kernel's fit: 1 is every sub-partition serving the one warp;
+    # schedulers_per_sm, its own sub-partition alone)
     lat0 = np.asarray(path_cycles(c, {**costs, "load": 0.0, "load_miss": 0.0}), dtype=f32)
-    # (at ``own_path`` times the SM's rate, a kernel's fit: 1 would be every sub-partition serving the one warp;
-    # schedulers_per_sm, its own sub-partition alone with none of that work overlapping the warp's other work)
-    own = {res.name: work / warps_per_block * cyc * f32(costs["own_path"] if res.per_subpartition else 1)
-           for work, cyc, res in per_block if res.name in path_pipes}
+    own = {res.name: work / s.warps_per_block * cyc * f32(costs["own_path"] if res.per_subpartition else 1)
+           for work, cyc, res in s.per_block if res.name in s.path_pipes}
     lat0 = (lat0 + sum(own.values())).astype(f32)
-    # A load that every resident block issues together and that misses L2 cannot complete before DRAM has delivered
-    # the distinct tiles of all of them: such an in-step miss costs at least that step's bytes at the DRAM bandwidth
-    # (K or V: half of a step's K/V bytes).
-    own_bytes, kv_bytes = (np.asarray(b, dtype=f32) for b in step_bytes(c, grid, bpsm_safe, gpu.sm_count))
+    # an in-step miss (every resident block issues the load together) costs at least its step's bytes (K or V:
+    # half of a step's K/V bytes) at the DRAM bandwidth
+    own_bytes, kv_bytes = (np.asarray(b, dtype=f32) for b in step_bytes(c, s.grid, s.bpsm_safe, gpu.sm_count))
 
     def dram_cycles(nbytes):
         return (nbytes / f32(cal.dram_bw_bps) * clock).astype(f32)
@@ -241,228 +286,214 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     step_cycles = dram_cycles(kv_bytes / 2)
     in_step_cost = np.maximum(f32(costs["load_miss"]), step_cycles)
 
-    p_sm = costs["overlap"]                      # the calibration's, unless a kernel's fit holds its own
-    # The p falls with the query rows each scheduler holds of one block (``overlap_rows``, a kernel's fit): the
-    # co-residence probe (probe/coresident.json) finds one 4-warp block of 64 rows needing a higher p than one of
-    # 128 rows or of 8 warps, whatever the blocks beside it
-    rows = np.asarray(c.sched_rows, dtype=f32)
-    p_rows = (np.where(rows > 0, np.power(np.maximum(rows, f32(1)) / f32(16), -f32(costs["overlap_rows"])), f32(1))
-              if costs["overlap_rows"] and np.any(rows > 0) else None)
-
-    # serial groups as (resource, share) pairs; a group naming "latency" holds the block's path
-    groups = [[(m, 1.0) if isinstance(m, str) else m for m in g] for g in serial]
-    path_serial = any(n == "latency" for g in groups for n, _ in g)
-
-    smem_serial = (np.asarray(c.smem_serial, dtype=f32) if np.any(np.asarray(c.smem_serial) > 0) else None)
-
-    def _joined(t):
-        """The SM resources' cycles ``t`` with a kernel's serial groups summed."""
-        parts = dict(t)
-        parts["issue"] = parts["issue"] + parts.pop("fetch")     # fetch stalls take issue slots
-        for items in groups:           # resources a kernel runs one after another: their times add
-            # a share below 1: that part of the resource's time lies in the chain, the rest overlaps it
-            chain = sum(parts[n] * f32(w) for n, w in items)
-            rest = {n: parts.pop(n) * f32(1 - w) for n, w in items}
-            parts["+".join(n for n, _ in items)] = chain
-            parts.update({n: rest[n] for n, w in items if w < 1})
-        if smem_serial is not None:    # Counts.smem_serial: that share of shared memory's time adds to the MMAs'
-            lead = next((k for k in parts if "tensor" in k.split("+")), None)
-            if lead is not None:
-                parts[lead] = parts[lead] + parts["smem"] * smem_serial
-                parts["smem"] = parts["smem"] * (f32(1) - smem_serial)
-        return list(parts.values())
-
-    def join(t, path, r):
-        """Cycles of ``r`` co-resident blocks whose SM resources need ``t`` together, each waiting ``path``."""
-        t = others_work(t, r * warps_per_block, path_pipes, gpu)
-        parts = _joined({**t, "latency": path} if path_serial else t)
-        if pipe_p:
-            parts = [_pnorm(parts, pipe_p)]
-        p = p_sm
-        if p_rows is not None:
-            p = p * p_rows
-        return _pnorm(parts if path_serial else [*parts, path], p)
-
-    # The blocks of later rounds: the loads that miss in the first round may be found in L2, fetched by blocks of
-    # their head dispatched before them (Counts.later_miss_share of those still miss). Only a block whose head began
-    # in an earlier round finds anything. A round of ``slots`` consecutive blocks shares one head with the round
-    # before it: hb / (2 slots) of its blocks on average when a head is shorter than a round, all but slots / (2 hb)
-    # when longer. Blocks of uneven work (causal) end, and so start, one at a time: the head-mates dispatched before
-    # a block have started. Later rounds of even work do not walk in step either: traced (probe/fa2_tc_trace.json),
-    # the starts of a non-causal launch's second and later rounds spread over 0.6-5.5 us between their 10th and
-    # 90th percentiles (1,200-11,000 cycles, against a miss's latency of about 1,100), growing round by round. So
-    # their misses cost the flat load_miss: a tile a head-mate fetched moments before, in flight or in L2.
+    # Later rounds: a miss of the first round may be found in L2, fetched by head-mates dispatched in an earlier
+    # round (Counts.later_miss_share of those still miss): hb / (2 slots) of a round's blocks share a head with the
+    # round before when a head is shorter than a round, all but slots / (2 hb) when longer; every earlier head-mate
+    # of an uneven (causal) block has started. Later rounds drift apart (research/notes/timing-model.md), so their
+    # misses cost the flat load_miss.
     hb = np.maximum(np.asarray(c.head_blocks, dtype=f32), 1)
-    slots = gpu.sm_count * bpsm_safe
+    slots = gpu.sm_count * s.bpsm_safe
     spread = np.asarray(c.block_spread, dtype=f32)
     even = spread <= 1
     found = np.where(even, np.where(hb <= slots, hb / (2 * slots), 1 - slots / (2 * hb)), f32(1))
     later_hits = c.path_load_miss * found * (1 - np.asarray(c.later_miss_share, dtype=f32))
     later_misses = c.path_load_miss - later_hits
-    # a round of even blocks also fetches their own Q tiles (never shared) with their first K tile, at the DRAM
-    # bandwidth with every resident block's (the first round's is the burst). Kept although later rounds drift
-    # apart (below): refitted without it, the training rows score 3.97% against 3.65%
+    # a later round of even blocks also fetches their own Q tiles with their first K tile, at the DRAM bandwidth
+    # with every resident block's (the first round's is the burst)
     share = later_misses / np.maximum(np.asarray(c.path_load_miss, dtype=f32), 1)
     first_k = share * f32(costs["load_miss"])
     prologue = np.maximum(dram_cycles(own_bytes) + share * step_cycles, first_k) - first_k
-    # An in-step miss inside the loop (every block of a head asks DRAM for the tile together) is issued one phase
-    # before the block waits on it (Counts.load_steps: fa2_tc's V before QK^T and the softmax, its next K before PV):
-    # the block waits the part of the miss's latency (``miss_latency``, a kernel's fit) that the phase leaves, and at
-    # least the in-step cost above (``load_miss``: the copy's issue, the wait and the barrier behind it; or the
-    # step's DRAM time). A phase lasts its share of the block's tile at the pace of the round (the tile time of
-    # ``r_full`` blocks without their loads): beside other blocks the phases stretch and the latency hides. One
-    # load's phase holds one GEMM alone (``gemm_phase_share`` of the warp's own tensor and shared-memory work a step)
-    # and one barrier; the other load's, the rest of the step (or the other GEMM alone: Counts.softmax_overlaps_load).
-    # The other misses (a block's first tiles, whose wait
-    # the prologue's round trip and the burst hold, and a causal block's diagonal tiles) keep the flat cost, as does
-    # every miss without a fitted latency or of a kernel whose loads overlap no phase.
-    t_full = thr_cycles(r_full)                  # a full round's SM resources (the rounds below share them)
-    steps = np.asarray(c.load_steps, dtype=f32)
-    in_step_wait = in_step_cost
-    if costs["miss_latency"] > 0 and np.any(steps > 0):
-        per = np.maximum(steps, 1)
-        gemm = (np.asarray(c.gemm_phase_share, dtype=f32) * (own.get("tensor", 0) + own.get("smem", 0)) / per
-                + f32(costs["sync"]))
-        g_frac = np.clip(gemm / np.maximum(lat0 / per, 1), 0, 1)
-        tile = join(t_full, lat0, r_full) / per
-        latency = f32(costs["miss_latency"])
-        # the other load's phase: the rest of the step, or its own GEMM alone where the softmax overlaps no load
-        other = np.where(np.asarray(c.softmax_overlaps_load, dtype=bool), 1 - g_frac, g_frac)
-        # a miss's tile arrives after the longer of its latency and its step's DRAM time (every resident block's
-        # tile at the DRAM bandwidth: a decode step streaming its KV cache is bound by it); issued a phase before
-        # the block waits on it, it waits what the phase leaves of that, and at least the flat in-step cost (the
-        # copy's issue, the wait and the barrier)
-        arrival = np.maximum(latency, step_cycles)
-        left = sum(np.maximum(f32(costs["load_miss"]), arrival - tile * part) for part in (other, g_frac)) / 2
-        in_step_wait = np.where(steps > 0, left, in_step_cost).astype(f32)
+    t_full = _thr_cycles(s, s.r_full)
+    in_step_wait = _in_step_wait(s, lat0, own, step_cycles, in_step_cost, t_full)
 
     def block_path(hits, misses, in_step):
         """One block's path with ``hits`` loads found in L2 and ``misses`` not, ``in_step`` of them in step."""
         return (lat0 + hits * f32(costs["load"]) + (misses - in_step) * f32(costs["load_miss"])
                 + in_step * in_step_wait).astype(f32)
 
-    # the first round: its first tile's K and V are the burst (priced once per launch, below); the rest of its
-    # misses walk in step
+    # the first round: its first tile's K and V are the burst (priced once per launch); the rest of its misses walk
+    # in step
     in_step = np.maximum(np.asarray(c.path_load_miss, dtype=f32) - 2, 0)
     lat = block_path(c.path_load, c.path_load_miss, in_step)
-    # where an in-step miss waits for DRAM to deliver every resident block's tile (its step's bytes at the DRAM
-    # bandwidth, above the miss's latency), that DRAM time lies on the first round's path already: the DRAM row
-    # below leaves it out, as it does the burst (a decode step streaming its KV cache is such a launch)
+    # an in-step miss bound by its step's DRAM time holds that time on the first round's path already: the DRAM
+    # row leaves it out, as it does the burst (a decode step streaming its KV cache)
     dram_on_path = in_step * np.where(step_cycles > f32(costs["load_miss"]), step_cycles, f32(0))
     lat_later = (block_path(c.path_load + later_hits, later_misses, 0 * later_misses)
                  + np.where(even, prologue, 0)).astype(f32)
+    return _Paths(lat=lat, lat_later=lat_later, dram_on_path=dram_on_path, t_full=t_full)
 
-    def round_cycles(r, path=lat, t=None):
-        t = thr_cycles(r) if t is None else t
-        active = r > 0
-        total = join(t, path, r)
-        return np.where(active, total, f32(0)), {k: np.where(active, v, f32(0)) for k, v in t.items()}
 
-    tf, parts_f = round_cycles(r_full, t=t_full)
+def _in_step_wait(s: _Launch, lat0, own, step_cycles, in_step_cost, t_full):
+    """What an in-step miss inside the loop costs the block. Issued one phase before the block waits on it
+    (Counts.load_steps), it waits what that phase leaves of the longer of the miss's latency (``miss_latency``, a
+    kernel's fit) and its step's DRAM time, and at least the flat in-step cost (the copy's issue, the wait and the
+    barrier). A phase lasts its share of the block's tile at the pace of a full round: one load's phase holds one
+    GEMM (``gemm_phase_share`` of the warp's own tensor and shared-memory work a step) and a barrier, the other's
+    the rest of the step (or its own GEMM alone: Counts.softmax_overlaps_load). Without a fitted latency, or for a
+    kernel whose loads overlap no phase, the flat cost."""
+    f32 = np.float32
+    c, costs = s.c, s.costs
+    steps = np.asarray(c.load_steps, dtype=f32)
+    if not (costs["miss_latency"] > 0 and np.any(steps > 0)):
+        return in_step_cost
+    per = np.maximum(steps, 1)
+    gemm = (np.asarray(c.gemm_phase_share, dtype=f32) * (own.get("tensor", 0) + own.get("smem", 0)) / per
+            + f32(costs["sync"]))
+    g_frac = np.clip(gemm / np.maximum(lat0 / per, 1), 0, 1)
+    tile = _join(s, t_full, lat0, s.r_full) / per
+    latency = f32(costs["miss_latency"])
+    other = np.where(np.asarray(c.softmax_overlaps_load, dtype=bool), 1 - g_frac, g_frac)
+    arrival = np.maximum(latency, step_cycles)
+    left = sum(np.maximum(f32(costs["load_miss"]), arrival - tile * part) for part in (other, g_frac)) / 2
+    return np.where(steps > 0, left, in_step_cost).astype(f32)
+
+
+def _round_cycles(s: _Launch, r, path, t=None):
+    """(cycles, each SM resource's cycles) of a round of ``r`` blocks whose path is ``path``; zero where r is 0."""
+    f32 = np.float32
+    t = _thr_cycles(s, r) if t is None else t
+    active = r > 0
+    total = _join(s, t, path, r)
+    return np.where(active, total, f32(0)), {k: np.where(active, v, f32(0)) for k, v in t.items()}
+
+
+def _sm_cycles(s: _Launch, pa: _Paths):
+    """The busiest SM's cycles over all rounds, and each SM resource's cycles over all rounds."""
+    f32 = np.float32
+    c, gpu, costs = s.c, s.gpu, s.costs
+    full_rounds, last, r_full = s.full_rounds, s.last, s.r_full
+    tf, parts_f = _round_cycles(s, r_full, pa.lat, pa.t_full)
     # (a kernel whose later rounds pay what the first does, fa1's and fa2's, needs no second round evaluation)
-    tf_later = round_cycles(r_full, lat_later, t_full)[0] if np.any(lat_later != lat) else tf
-    tl, parts_l = round_cycles(last, np.where(full_rounds > 0, lat_later, lat))
+    tf_later = _round_cycles(s, r_full, pa.lat_later, pa.t_full)[0] if np.any(pa.lat_later != pa.lat) else tf
+    tl, parts_l = _round_cycles(s, last, np.where(full_rounds > 0, pa.lat_later, pa.lat))
     sm_cycles = np.where(full_rounds > 0, tf + (full_rounds - 1) * tf_later, 0) + tl
-    # The age-ordered tail (a kernel's fit ``age_tail``: fa2_tc's, fitted after its path costs; docs/tensorcore.md):
-    # where a round's blocks split their SM in the schedulers' age order (Counts.age_split_warps), the oldest runs
-    # nearly as if alone and the youngest gets what it leaves, then finishes alone: in one round the SM's last block
-    # ends 3-8% after their mean end (traced, fa2_tc_trace_fair.json). In a launch of many rounds the next round's
-    # blocks fill the slots the old ones free, so only the last round's youngest block extends the launch, by
-    # ``age_tail`` of that round. Blocks of uneven work (causal) are priced by the bounds below.
+    # the age-ordered tail (``age_tail``, a kernel's fit; docs/tensorcore.md): where a round's blocks split their
+    # SM in the schedulers' age order (Counts.age_split_warps), the youngest finishes alone after the others; in
+    # a launch of many rounds only the last round's youngest extends the launch, by ``age_tail`` of that round
+    spread = np.asarray(c.block_spread, dtype=f32)
+    even = spread <= 1
     age_w = np.asarray(c.age_split_warps, dtype=f32)
     if costs["age_tail"] and np.any(age_w > 0):
         final_r = np.where(last > 0, last, r_full)
-        aged = even & (age_w > 0) & (final_r >= 2) & (final_r * warps_per_block / gpu.schedulers_per_sm >= age_w)
+        aged = even & (age_w > 0) & (final_r >= 2) & (final_r * s.warps_per_block / gpu.schedulers_per_sm >= age_w)
         final = np.where(last > 0, tl, np.where(full_rounds > 1, tf_later, tf))
         sm_cycles = sm_cycles + np.where(aged, f32(costs["age_tail"]) * final, f32(0))
-    # uneven blocks (causal): the rounds above spread the launch's work evenly over the SMs; two bounds add what
-    # that misses. Blocks are dispatched in order, block j of a round to SM j mod SMs, each head's blocks one after
-    # another with work changing by ``block_step`` (of the mean) per block.
     if np.any(spread > 1):
-        s = np.maximum(spread, 1)
-        step = np.asarray(c.block_step, dtype=f32)
-        # (1) the SM holding the first heavy block carries its first round's blocks to the end: their work at the
-        # pace its full round sets, joined with the heavy block's own path. The block's global round trips (its
-        # prologue) do not grow with its work.
-        # Its SM-mates: the block in slot q lies within q * (SMs +- window) of it, not at q * SMs exactly (each GPC
-        # takes its next blocks in its own order: the dispatch probe), so the worst SM holds the heaviest block of
-        # that window in each slot.
-        sm0 = np.where(step < 0, f32(0), np.mod(hb - 1, gpu.sm_count))
-        work = np.where(r_full > 0, block_work_at(s, hb, step, sm0), f32(0))
-        win = int(round(cal.dispatch_window))
-        for q in range(1, int(np.max(r_full))):
-            mate = np.zeros_like(sm_cycles)
-            for delta in range(-q * win, q * win + 1):
-                j = sm0 + q * gpu.sm_count + delta
-                mate = np.maximum(mate, np.where((j > sm0) & (j < grid), block_work_at(s, hb, step, j), f32(0)))
-            work = work + np.where(q < r_full, mate, f32(0))
-        fixed = np.asarray(c.path_gmem * costs["gmem"], dtype=f32)
-        heavy_path = (lat - fixed) * s + fixed
-        share = work / np.maximum(r_full, 1)
-        heavy_sm = join({k: v * share for k, v in parts_f.items()}, heavy_path, r_full)
-        # (2) the last-dispatched heaviest block starts when the work queued before it has been served (at once if
-        # it gets a slot in the first round), then runs at a lone block's pace: the schedulers favour the oldest
-        # warps, so a block holding most of its SM's remaining work is hardly slowed by lighter ones beside it.
-        heads = grid / hb
-        queue = np.where(step < 0, (heads - 1) * hb, grid - 1)
-        after = np.where(step < 0, (heads - 1) / heads, 1 - s / grid)
-        # List scheduling: it starts as a slot frees once the blocks before it are dispatched, when the slots have
-        # served their work less what the blocks still in service hold: per slot, LIST_RESIDUAL times a renewal
-        # process's mean residual E[d^2] / (2 E[d]), d a block's duration (its work's share of a full round's time;
-        # linear in the block's place in its head: E[w^2] = 1 + step^2 (hb^2 - 1) / 12 of the mean work's square)
-        residual = f32(LIST_RESIDUAL) * tf * (1 + step ** 2 * (hb ** 2 - 1) / 12) / 2
-        start = np.where(queue >= slots, np.maximum(after * sm_cycles - residual, 0), f32(0))
-        # When the first round's slots free up fast enough to dispatch it (queue - slots + 1 <= slots frees), it
-        # starts as the k-th lightest first-round block ends, k = queue - slots + 1 (k_th): that block's work at the
-        # pace of a full round. The first round holds F = slots // hb blocks of each position in a head, and one
-        # more of the first slots % hb positions; positions are walked lightest first.
-        k_th = queue - slots + 1
-        first_round = (queue >= slots) & (k_th <= slots)
-        if np.any(first_round & (spread > 1)):
-            F, R = np.floor(slots / hb), np.mod(slots, hb)
-            kth = np.full(np.shape(sm_cycles), np.inf, dtype=f32)
-            seen = np.zeros_like(kth)
-            for i in range(int(np.max(np.where(first_round, hb, 1)))):
-                pos = np.where(step < 0, hb - 1 - i, f32(i))          # the i-th lightest position of a head
-                seen = seen + np.where(i < hb, F + (pos < R), f32(0))
-                kth = np.where(np.isinf(kth) & (seen >= k_th), block_work_at(s, hb, step, pos), kth)
-            start = np.where(first_round & np.isfinite(kth), np.minimum(start, kth * tf), start)
-        lone = join({k: v * s for k, v in thr_cycles(f32(1)).items()}, heavy_path, f32(1))
-        # Dispatched longest first, the blocks that start after the first round are the longest of their heads, and
-        # they land beside one another: traced (fa2_tc_trace_late.json), the last heads' heaviest blocks share their
-        # SMs with blocks of like work for most of their run. Such a block runs one full round's work at the full
-        # round's pace beside its mates (of mean work), then the rest of its work alone. Dispatched shortest first
-        # (SDPA flash), the last block keeps the lone pace.
-        run = np.where((queue >= slots) & (step < 0), tf + (s - 1) / s * lone, lone)
-        sm_cycles = np.where(spread > 1, np.maximum(sm_cycles, np.maximum(heavy_sm, start + run)), sm_cycles)
-    # No launch ends before its busiest SM resource has served its work (the p-norm, whose path may price a warp's
-    # own work faster than its sub-partition serves it, can fall below that: it did on an unprobed A100's tensor pipe
-    # while GPUs of other architectures joined at the probe's generic p, before calibration.carried_fits carried the
-    # fitted one; added, it changed no prediction of the H100's and H200's measured rows. It holds the RTX 3090's
-    # FlashAttention-2 launches, whose tensor pipe is slow beside its other resources, to that pipe's time)
+        sm_cycles = _uneven_bound(s, sm_cycles, pa.lat, tf, parts_f)
+    # no launch ends before its busiest SM resource has served its work (the p-norm, whose path may price a warp's
+    # own work faster than its sub-partition serves it, can fall below that)
     busy = {k: full_rounds * parts_f[k] + parts_l[k] for k in parts_f}      # each SM resource's cycles, all rounds
     sm_cycles = np.maximum(sm_cycles, functools.reduce(np.maximum, busy.values()))
-    burst = burst_bytes(c, grid, bpsm_safe, gpu.sm_count)
-    launches = np.asarray(c.launches, dtype=float)
-    chip = {res.name: np.asarray(res.work(c, mem) / res.rate(cal), dtype=f32) for res in CHIP_RESOURCES}
-    chip["dram"] = np.maximum(chip["dram"] - burst / cal.dram_bw_bps - dram_on_path / clock, 0).astype(f32)
+    return sm_cycles, busy
 
-    def at(clock):
-        """(seconds, each resource's seconds) of the cycles above at the SM clock ``clock`` (the chip-wide
-        resources' times do not depend on it)."""
-        sm_time = sm_cycles / clock
-        times = {k: v / clock for k, v in busy.items()}
-        times["latency"] = (lat + np.maximum(full_rounds + (last > 0) - 1, 0) * lat_later) / clock
-        times.update(chip)
-        # what every launch adds: the empty kernel's event time per kernel, and once the first global round trip
-        # after the timing's L2 flush, which every block of the first round waits out together (nothing overlaps
-        # it), with the bytes that round's blocks fetch before they compute (their burst), at the DRAM bandwidth
-        cold_s = cal.cold_start_cycles / np.asarray(clock, dtype=float) if cold else 0.0
-        per_launch = (cal.launch_overhead_s * launches + cold_s
-                      + burst / cal.dram_bw_bps + cal.queued_op_s * np.asarray(c.queued_ops, dtype=float))
-        return _pnorm([sm_time] + [times[r.name] for r in CHIP_RESOURCES], cal.overlap_p) + per_launch, times
 
-    total, times = at(clock)
+def _uneven_bound(s: _Launch, sm_cycles, lat, tf, parts_f):
+    """The busiest SM's cycles where blocks are of uneven work (causal): the even rounds spread the work evenly
+    over the SMs; two bounds add what that misses. Blocks are dispatched in order, block j of a round to SM j mod
+    SMs, each head's blocks one after another with work changing by ``block_step`` (of the mean) per block."""
+    f32 = np.float32
+    c, gpu, cal, costs, grid, r_full = s.c, s.gpu, s.cal, s.costs, s.grid, s.r_full
+    hb = np.maximum(np.asarray(c.head_blocks, dtype=f32), 1)
+    slots = gpu.sm_count * s.bpsm_safe
+    spread = np.asarray(c.block_spread, dtype=f32)
+    s_ = np.maximum(spread, 1)
+    step = np.asarray(c.block_step, dtype=f32)
+    # (1) the SM holding the first heavy block carries its first round's blocks to the end: their work at the
+    # pace its full round sets, joined with the heavy block's own path (whose global round trips, its prologue, do
+    # not grow with its work). Its SM-mates: the block in slot q lies within q * (SMs +- window) of it (each GPC
+    # takes its next blocks in its own order: the dispatch probe), so the worst SM holds the heaviest block of that
+    # window in each slot.
+    sm0 = np.where(step < 0, f32(0), np.mod(hb - 1, gpu.sm_count))
+    work = np.where(r_full > 0, block_work_at(s_, hb, step, sm0), f32(0))
+    win = int(round(cal.dispatch_window))
+    for q in range(1, int(np.max(r_full))):
+        mate = np.zeros_like(sm_cycles)
+        for delta in range(-q * win, q * win + 1):
+            j = sm0 + q * gpu.sm_count + delta
+            mate = np.maximum(mate, np.where((j > sm0) & (j < grid), block_work_at(s_, hb, step, j), f32(0)))
+        work = work + np.where(q < r_full, mate, f32(0))
+    fixed = np.asarray(c.path_gmem * costs["gmem"], dtype=f32)
+    heavy_path = (lat - fixed) * s_ + fixed
+    share = work / np.maximum(r_full, 1)
+    heavy_sm = _join(s, {k: v * share for k, v in parts_f.items()}, heavy_path, r_full)
+    # (2) the last-dispatched heaviest block starts when the work queued before it has been served (at once if it
+    # gets a slot in the first round), then runs at a lone block's pace: the schedulers favour the oldest warps.
+    heads = grid / hb
+    queue = np.where(step < 0, (heads - 1) * hb, grid - 1)
+    after = np.where(step < 0, (heads - 1) / heads, 1 - s_ / grid)
+    # list scheduling: it starts as a slot frees once the blocks before it are dispatched, when the slots have
+    # served their work less what the blocks still in service hold: per slot, LIST_RESIDUAL times a renewal
+    # process's mean residual E[d^2] / (2 E[d]), d a block's duration (its work's share of a full round's time;
+    # linear in the block's place in its head: E[w^2] = 1 + step^2 (hb^2 - 1) / 12 of the mean work's square)
+    residual = f32(LIST_RESIDUAL) * tf * (1 + step ** 2 * (hb ** 2 - 1) / 12) / 2
+    start = np.where(queue >= slots, np.maximum(after * sm_cycles - residual, 0), f32(0))
+    # when the first round's slots free up fast enough to dispatch it (queue - slots + 1 <= slots frees), it
+    # starts as the k-th lightest first-round block ends, k = queue - slots + 1 (k_th): that block's work at the
+    # pace of a full round. The first round holds F = slots // hb blocks of each position in a head, and one more
+    # of the first slots % hb positions; positions are walked lightest first.
+    k_th = queue - slots + 1
+    first_round = (queue >= slots) & (k_th <= slots)
+    if np.any(first_round & (spread > 1)):
+        F, R = np.floor(slots / hb), np.mod(slots, hb)
+        kth = np.full(np.shape(sm_cycles), np.inf, dtype=f32)
+        seen = np.zeros_like(kth)
+        for i in range(int(np.max(np.where(first_round, hb, 1)))):
+            pos = np.where(step < 0, hb - 1 - i, f32(i))          # the i-th lightest position of a head
+            seen = seen + np.where(i < hb, F + (pos < R), f32(0))
+            kth = np.where(np.isinf(kth) & (seen >= k_th), block_work_at(s_, hb, step, pos), kth)
+        start = np.where(first_round & np.isfinite(kth), np.minimum(start, kth * tf), start)
+    lone = _join(s, {k: v * s_ for k, v in _thr_cycles(s, f32(1)).items()}, heavy_path, f32(1))
+    # dispatched longest first, the blocks that start after the first round are the longest of their heads and
+    # land beside one another: such a block runs one full round's work at the full round's pace beside its mates,
+    # then the rest alone. Dispatched shortest first (SDPA flash), the last block keeps the lone pace.
+    run = np.where((queue >= slots) & (step < 0), tf + (s_ - 1) / s_ * lone, lone)
+    return np.where(spread > 1, np.maximum(sm_cycles, np.maximum(heavy_sm, start + run)), sm_cycles)
+
+
+def _seconds(s: _Launch, clock, sm_cycles, busy, pa: _Paths, chip, burst, cold):
+    """(seconds, each resource's seconds) at the SM clock ``clock``: the SM's cycles joined with the chip-wide
+    resources' times (which do not depend on it), plus what every launch adds: the empty kernel's event time per
+    kernel and, once, the first global round trip after the timing's L2 flush with the first round's burst at the
+    DRAM bandwidth (nothing overlaps them), and the queued operations."""
+    c, cal = s.c, s.cal
+    sm_time = sm_cycles / clock
+    times = {k: v / clock for k, v in busy.items()}
+    times["latency"] = (pa.lat + np.maximum(s.full_rounds + (s.last > 0) - 1, 0) * pa.lat_later) / clock
+    times.update(chip)
+    cold_s = cal.cold_start_cycles / np.asarray(clock, dtype=float) if cold else 0.0
+    per_launch = (cal.launch_overhead_s * np.asarray(c.launches, dtype=float) + cold_s
+                  + burst / cal.dram_bw_bps + cal.queued_op_s * np.asarray(c.queued_ops, dtype=float))
+    return _pnorm([sm_time] + [times[r.name] for r in CHIP_RESOURCES], cal.overlap_p) + per_launch, times
+
+
+def _bound(times: dict, shape):
+    """The name of the resource with the largest time, per configuration (the first in RESOURCES on a tie)."""
+    best = np.zeros(shape, dtype=np.int8)
+    top = np.broadcast_to(times[RESOURCES[0]], shape)
+    for i, k in enumerate(RESOURCES[1:], start=1):
+        bigger = times[k] > top
+        best = np.where(bigger, np.int8(i), best)
+        top = np.where(bigger, times[k], top)
+    return np.asarray(RESOURCES)[best]
+
+
+def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, cal: Calibration,
+            fit_key: str, serial: tuple = (), path_pipes: tuple = (), pipe_p: float = 0.0, cold: bool = True) -> Timing:
+    """Seconds for each launch. Computed in float32 (7 significant digits, far below the model's own error),
+    which keeps a million-configuration sweep near a second. ``mem``: the DRAM traffic (model.memory);
+    ``fit_key``: whose fitted path costs apply (Kernel.fit_key); ``pipe_p`` > 0: the pipes join one another by
+    this p-norm before they join the path (Kernel.pipe_p); ``cold=False``: a kernel queued behind another in the
+    same call, which finds its inputs in L2 (no cold start)."""
+    s = _setup(c, grid_blocks, threads, blocks_per_sm, gpu, cal, fit_key, serial, path_pipes, pipe_p)
+    pa = _paths(s)
+    sm_cycles, busy = _sm_cycles(s, pa)
+    # the chip-wide resources; the DRAM row leaves out the burst and the DRAM time already on the path
+    burst = burst_bytes(c, s.grid, s.bpsm_safe, gpu.sm_count)
+    chip = {res.name: np.asarray(res.work(c, mem) / res.rate(cal), dtype=np.float32) for res in CHIP_RESOURCES}
+    chip["dram"] = np.maximum(chip["dram"] - burst / cal.dram_bw_bps - pa.dram_on_path / s.clock,
+                              0).astype(np.float32)
+    clock = s.clock
+    total, times = _seconds(s, clock, sm_cycles, busy, pa, chip, burst, cold)
     # the power limit (model.power): a launch whose bench runs would average more than the limit at this clock runs
     # at the clock that meets it; its cycles are the same (those of DRAM waits, priced at this clock, too)
     clock_run, watts = clock.astype(float), None
@@ -470,14 +501,8 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         clock_run, watts = power.capped_clock(total, power.launch_energy_j(c, mem.dram_bytes, cal.power), clock,
                                               cal.power)
         if np.any(clock_run < clock):
-            total, times = at(clock_run.astype(f32))
-    best = np.zeros(np.shape(total), dtype=np.int8)
-    top = np.broadcast_to(times[RESOURCES[0]], np.shape(total))
-    for i, k in enumerate(RESOURCES[1:], start=1):
-        bigger = times[k] > top
-        best = np.where(bigger, np.int8(i), best)
-        top = np.where(bigger, times[k], top)
-    bound = np.asarray(RESOURCES)[best]
-    total = np.where(bpsm > 0, total, np.inf)
+            total, times = _seconds(s, clock_run.astype(np.float32), sm_cycles, busy, pa, chip, burst, cold)
+    bound = _bound(times, np.shape(total))
+    total = np.where(s.bpsm > 0, total, np.inf)
     return Timing(time_s=total, times_s={k: times[k] for k in RESOURCES}, bound=bound, clock_hz=clock_run,
                   power_w=watts)
