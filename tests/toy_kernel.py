@@ -1,4 +1,4 @@
-"""A toy kernel in one file, as the guide (docs/architecture.md) describes: every (b, h) is one block of 64 threads
+"""A toy kernel in one file, as the guide (docs/contributing.md) describes: every (b, h) is one block of 64 threads
 that streams K and V once and does 2 N^2 d FMAs on the FP32 pipe. Registering it is all it takes to predict it."""
 
 from dataclasses import dataclass

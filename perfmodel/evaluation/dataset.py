@@ -91,7 +91,7 @@ class MeasurementSet:
 
     def spin_clock_mhz(self) -> np.ndarray:
         """Per row, the mean SM clock the bench's two spins read around its timed runs (spin_clock_mhz_before and
-        _after; they read up to 5% above the maximum clock: docs/measurements.md)."""
+        _after; they read up to 5% above the maximum clock: research/notes/measurements.md)."""
         return np.array([(float(r["spin_clock_mhz_before"]) + float(r["spin_clock_mhz_after"])) / 2
                          for r in self.rows])
 

@@ -161,7 +161,7 @@ def carried_fits(gpu: GPUSpec, head: dict, cycles: dict, into: Path | None = Non
     compiled for sm_80 or sm_86 repeats (the same HMMA, LDSM, MUFU, barrier and cp.async counts: README, GPU
     specs). A cost whose base is 0 on either side (no microbenchmark prices it) carries as it is. On the H100 the
     join's parameters alone, at its probe's latencies, put fa2_tc 17% slow on every measured row, and its probe
-    alone fa2 23% fast: docs/known-gaps.md. ``into``: a calibration file of this GPU's own that lacks fits (a
+    alone fa2 23% fast: research/notes/known-gaps-log.md. ``into``: a calibration file of this GPU's own that lacks fits (a
     `perfmodel probe` run's), which takes them from the donor even where the donor is this GPU's shipped file."""
     donor_key = head.get("path_fits_from") or head.get("scaled_fits_from")
     donor = builtin_dir() / "calibration" / f"{donor_key}.yaml" if donor_key else None

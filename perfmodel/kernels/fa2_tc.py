@@ -477,14 +477,14 @@ class FA2TC(Kernel):
     # K's during PV. The compiled loop does not keep that order: every instance of the measured build (sm_90 and
     # sm_89 listings) waits for V after QK^T and before the softmax and issues the next K after it, so the softmax
     # overlaps neither load (research/scripts/sass_phases.py; research/tests/test_sass_phases.py). Priced so and refitted on the
-    # training split it picked tiles better but crossed recorded bounds on data no fit had seen (docs/known-gaps.md;
+    # training split it picked tiles better but crossed recorded bounds on data no fit had seen (research/notes/known-gaps-log.md;
     # research/scripts/try_fa2_tc_form.py compiled-order sets this False): not shipped
     softmax_overlaps_load = True
     # Each instance's instructions as its compiled code has them (the facts' instance_code: CODE on sm_90), not the
     # overhead estimates: enumerated, within 0.06% of Nsight Compute's executed instructions in every profiled
     # launch, where the estimates run 4-14% low (no per-block code). Priced in the issue row and refitted on the
     # training split they ranked tiles worse on the held-out rows, by the rule stated for the sealed sixth set
-    # (docs/known-gaps.md; research/scripts/try_fa2_tc_form.py read-code sets this True): not shipped
+    # (research/notes/known-gaps-log.md; research/scripts/try_fa2_tc_form.py read-code sets this True): not shipped
     instructions_read = False
 
     @staticmethod

@@ -163,7 +163,7 @@ class _SDPA(Kernel):
     def head_counts(self, shape, tiles, facts):
         # its blocks share their SMs evenly: the age-ordered split was traced in fa2_tc's blocks (clock reads in its
         # code), which a library's kernel does not allow; given fa2_tc's, its d = 64 rows' mean error goes from
-        # +1.1% to +3.7% (docs/known-gaps.md)
+        # +1.1% to +3.7% (research/notes/known-gaps-log.md)
         return head_counts_fa2(shape.Nq, shape.Nk, shape.d, tiles.Br, tiles.Bc, tiles.warps, shape.causal,
                                shape.element_bytes,
                                facts.overheads, q_in_registers=False, splits=tiles.splits,

@@ -11,7 +11,7 @@ its event time (less the fixed time an event pair adds around a spin, measured o
 is the clock just before the timed call; a second spin just after it gives the clock at its end. Their medians
 over the batch are recorded with the timing, and the median over runs of time x mean clock estimates the call's
 SM cycles (DVFS moves the clock between and within runs, and a shared machine's clocks cannot be locked). The
-readings are not yet trusted row by row (some read above the GPU's maximum clock: docs/measurements.md, the
+readings are not yet trusted row by row (some read above the GPU's maximum clock: research/notes/measurements.md, the
 timing method; research/notes/measurements.md, the head start's clock readings).
 
 A batch of runs whose spread is wide (p80/p20 above SPREAD_LIMIT) was disturbed (on shared machines: another

@@ -9,7 +9,7 @@ memory), never from the kernel timings the model is scored on:
 * smem_wavefronts_per_clk: the same loop with 32 warps per SM (throughput);
 * overlap_p: the p of the latency/throughput p-norm that best reproduces that loop at 1..32 warps per SM;
 * fp32 and ex2 lanes per clock: 8 independent FMA / __expf chains per thread over a full grid;
-* l2_bw, dram_bw: 16-B reads of an L2-resident buffer (mostly L1 hits: docs/known-gaps.md); a 1 GiB device copy
+* l2_bw, dram_bw: 16-B reads of an L2-resident buffer (mostly L1 hits: research/notes/known-gaps-log.md); a 1 GiB device copy
   (bytes read + written);
 * l2_effective_bytes: the buffer size at which repeated reads fall halfway from L2 to DRAM bandwidth;
 * l2_shared_bytes: the buffer size at which half the re-reads miss when every block re-reads it (timed:

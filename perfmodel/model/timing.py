@@ -367,7 +367,7 @@ def _sm_cycles(s: _Launch, pa: _Paths):
     tf_later = _round_cycles(s, r_full, pa.lat_later, pa.t_full)[0] if np.any(pa.lat_later != pa.lat) else tf
     tl, parts_l = _round_cycles(s, last, np.where(full_rounds > 0, pa.lat_later, pa.lat))
     sm_cycles = np.where(full_rounds > 0, tf + (full_rounds - 1) * tf_later, 0) + tl
-    # the age-ordered tail (``age_tail``, a kernel's fit; docs/tensorcore.md): where a round's blocks split their
+    # the age-ordered tail (``age_tail``, a kernel's fit; research/notes/tensorcore.md): where a round's blocks split their
     # SM in the schedulers' age order (Counts.age_split_warps), the youngest finishes alone after the others; in
     # a launch of many rounds only the last round's youngest extends the launch, by ``age_tail`` of that round
     spread = np.asarray(c.block_spread, dtype=f32)

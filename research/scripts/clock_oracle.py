@@ -1,5 +1,5 @@
 """Analysis only: what the tensor-core predictions would score if each launch ran at the SM clock recorded with its
-row (docs/known-gaps.md, power-limited clocks). Nothing in the model reads these clocks.
+row (research/notes/known-gaps-log.md, power-limited clocks). Nothing in the model reads these clocks.
 
     python3 research/scripts/clock_oracle.py [h100|h200] [COLUMN]
 

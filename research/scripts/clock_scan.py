@@ -1,7 +1,7 @@
 """How firmly fa2_tc's timings pin the tensor clock: for each assumed clock, refit fa2_tc's path costs on the H100's
 training split and score the held-out rows (MAPE, Spearman over tiles) and the H200's every row. An analysis, not
 a calibration: the model takes the datasheet's tensor clock (gpus/*.yaml clock_tensor_mhz), which the power probe
-confirms, whatever this prints (docs/tensorcore.md, the tensor clock). About a minute a clock.
+confirms, whatever this prints (research/notes/tensorcore.md, the tensor clock). About a minute a clock.
 
     python3 research/scripts/clock_scan.py [MHZ ...]      (default: 1980 1900 1830 1780 1700)
 """

@@ -1,11 +1,11 @@
-"""bf16 beside fp16 in the committed timings (analysis only; docs/known-gaps.md).
+"""bf16 beside fp16 in the committed timings (analysis only; research/notes/known-gaps-log.md).
 
     python3 research/scripts/dtype_clock.py [h100|h200] [fa2_tc|sdpa-flash|sdpa-cudnn]
 
 Pairs every launch timed in both dtypes (same B, H, N, d, mask and tiles) and prints, by tile and by launch length
 (under 0.5 ms, 0.5-5 ms, over 5 ms), the mean of bf16's time over fp16's less one and the mean difference of the
 SM clock the bench's spins read around their runs (spin_clock_mhz_before/after; they read up to 5% above the
-maximum clock, docs/measurements.md, so only their differences are used). Run from the repository root.
+maximum clock, research/notes/measurements.md, so only their differences are used). Run from the repository root.
 """
 import sys
 from collections import defaultdict

@@ -10,7 +10,7 @@ the tail beside them (fit_path's ``extra_features``), from the shipped calibrati
 fa2_tc on the H100's held-out rows and on every H200 row (Spearman over tiles, MAPE; over every problem, how often
 the pick is within 5% of the fastest), SDPA flash on every row (nothing fitted to it; its kernel keeps an even
 split), and both on the off-grid sets, which no fit has seen; the fifth judged shipping the tail, by the rule
-docs/tensorcore.md stated before it was read. Run from the repository root.
+research/notes/tensorcore.md stated before it was read. Run from the repository root.
 """
 import dataclasses
 import sys

@@ -1,5 +1,5 @@
 """Analysis only: how far fa2_tc's timing form can rank tiles on the H100 when its path costs are fitted for the
-ranking, or on more than the training split (docs/known-gaps.md, Spearman over tiles). Nothing here is written to a
+ranking, or on more than the training split (research/notes/known-gaps-log.md, Spearman over tiles). Nothing here is written to a
 calibration.
 
     python3 research/scripts/fit_ceiling.py [RANKING_SHARE ...]

@@ -20,7 +20,7 @@ GPU's and the DRAM fill's power.
 ``--write CAL.yaml`` puts the result, as the ``power`` block, into that calibration file (a copy of
 gpus/calibration/h100-sxm.yaml, say): the model then holds each launch's clock to the power limit
 (perfmodel.model.power). The shipped calibrations hold no power block: refitted with it, fa2_tc's ranking of tiles
-scored worse on held-out rows (docs/known-gaps.md, the power model). Run from the repository root.
+scored worse on held-out rows (research/notes/known-gaps-log.md, the power model). Run from the repository root.
 """
 import json
 import re

@@ -5,7 +5,7 @@
 
 For each kernel's committed launches longer than 5 ms: the SM clock the model holds the launch to under the power
 limit (perfmodel.model.power, with the calibration's power block) beside the clock the bench's spins read around
-its runs (spin_clock_mhz_before/after, which read up to 5% above the maximum clock: docs/measurements.md), by tile
+its runs (spin_clock_mhz_before/after, which read up to 5% above the maximum clock: research/notes/measurements.md), by tile
 (fa2_tc) or by head dimension and mask (the libraries); and their correlation over the launches. Run from the
 repository root.
 """

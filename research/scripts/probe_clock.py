@@ -1,5 +1,5 @@
 """Why the bench's spin clock reads above the GPU's maximum (a quarter of the clocked H100 fa2_tc rows read
-1990-2075 MHz against 1980; docs/known-gaps.md). The bench times a spin of known SM cycles between two events and takes
+1990-2075 MHz against 1980; research/notes/known-gaps-log.md). The bench times a spin of known SM cycles between two events and takes
 cycles / (event time - gap), the gap measured once from spins of n and 2n cycles. probe_csrc/probe.cu probe_clock_kernel
 spins the same way and also reads the GPU's nanosecond timer (%globaltimer) at both ends, so each spin gets the event
 estimate and an in-kernel one, which no event pair, launch or gap enters. Spins are taken as the bench takes them

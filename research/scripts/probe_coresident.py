@@ -1,5 +1,5 @@
 """How much co-resident fa2_tc blocks hide of one another, tile by tile: the same launch timed with one, two or four
-blocks a SM (docs/known-gaps.md: what a second block on the SM hides). The model's join then let a block's latency
+blocks a SM (research/notes/known-gaps-log.md: what a second block on the SM hides). The model's join then let a block's latency
 path be hidden only by the other blocks on its SM (a p growing with them, since removed); these runs found the p a
 launch needs following the tile more than the blocks, which the join's ``overlap_rows`` now carries. Lone and
 many-wave rows differ in more than the blocks a SM (one round against many, first touches in DRAM against L2 hits),

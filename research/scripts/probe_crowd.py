@@ -1,5 +1,5 @@
 """How long a block waits for a K/V-sized tile, from L2 or from DRAM, beside a phase of compute, as more SMs load at
-once (probe_csrc/probe.cu probe_crowd_kernel; docs/known-gaps.md). Lone fa2_tc blocks spend more per tile as more heads run
+once (probe_csrc/probe.cu probe_crowd_kernel; research/notes/known-gaps-log.md). Lone fa2_tc blocks spend more per tile as more heads run
 (d = 64, 64 x 64: +19% from 16 to 128 SMs), and timed without the L2 flush the same launches spend 36-46% less per
 tile and grow 4% (research/data/h100/lone-crowd/): what the flush adds grows with the heads. Is it the wait
 for each K/V tile's first touch in DRAM?

@@ -1,6 +1,6 @@
 """How fast cp.async.cg fills shared memory from L2 and from DRAM, with nothing else running: the ceiling under
 FlashAttention-2's K/V tile loads that `perfmodel probe`'s L2 read bandwidth (its kernel reads L1) does not measure
-(docs/known-gaps.md). research/csrc/probe_stream.cu: every block streams 16 KiB tiles of its slice into a ring of S tiles,
+(research/notes/known-gaps-log.md). research/csrc/probe_stream.cu: every block streams 16 KiB tiles of its slice into a ring of S tiles,
 S - 1 in flight, waiting for the oldest and passing a barrier at each, as a pipelined FA2 block does; 128 threads
 a block, 1, 2 or 4 blocks an SM (held there by their shared memory).
 

@@ -1,6 +1,6 @@
 """How many shared-memory wavefronts a clock ldmatrix.x4 delivers on this GPU, with loads no compiler can merge
 (probe_csrc/probe.cu probe_ldsm_kernel: each load's row addresses come from the value its chain's previous load returned).
-The fill probe's ldmatrix streams lost loads (docs/known-gaps.md) and the pipe-mix probe's stream re-reads one 2 KB
+The fill probe's ldmatrix streams lost loads (research/notes/known-gaps-log.md) and the pipe-mix probe's stream re-reads one 2 KB
 block; this one settles the rate the model prices (1 a clock, 128 B). One block per SM of 1-32 warps, each warp
 running 1, 2, 4 or 8 independent chains, non-transposed and transposed; records SM cycles per iteration (median block,
 least of 3 launches) and the wavefronts per clock (4 a load). Then every warp of the block reads the same rows at the

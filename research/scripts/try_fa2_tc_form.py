@@ -12,7 +12,7 @@ Either way this refits every path cost on the H100's declared training split fro
 forms: fa2_tc on the H100's held-out rows and every H200 row (MAPE, Spearman over tiles, picks within 5% of the
 fastest over every problem), SDPA flash on every row (its preset is unchanged; only the shared costs move), and both
 on off-grid sets 1-5, which no fit has seen. The sealed sixth set is not read. Nothing here is shipped
-(docs/known-gaps.md). Run from the repository root.
+(research/notes/known-gaps-log.md). Run from the repository root.
 """
 import dataclasses
 import sys

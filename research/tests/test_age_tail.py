@@ -1,5 +1,5 @@
 """The age-ordered tail (timing; Counts.age_split_warps; the FIT_PARAM age_tail, fitted after fa2_tc's path costs
-with those held): which launches it moves, and what research/scripts/fit_age_tail.py records of it (docs/tensorcore.md)."""
+with those held): which launches it moves, and what research/scripts/fit_age_tail.py records of it (research/notes/tensorcore.md)."""
 import pytest
 
 from perfmodel import api
@@ -54,7 +54,7 @@ def record():
 
 
 def test_shipped_the_tail_lifts_the_ranking_and_moves_nothing_else(record):
-    """As docs/tensorcore.md records: fitted after the path costs (0.079), the tail lifts the H100's held-out Spearman
+    """As research/notes/tensorcore.md records: fitted after the path costs (0.079), the tail lifts the H100's held-out Spearman
     from 0.944 to 0.950 and the H200's from 0.956 to 0.960, lowers fa2_tc's MAPE on every set, lowers the Spearman on
     none of the off-grid sets (the fifth judged it) and moves no SDPA flash prediction."""
     assert record["age_tail"]["shipped"] == pytest.approx(0.089, abs=0.005)   # 0.079 before the 2026-11-28 refit

@@ -1,4 +1,4 @@
-"""Three runs that answer questions the clocked fa2_tc data left open (docs/known-gaps.md): the spin clock against the
+"""Three runs that answer questions the clocked fa2_tc data left open (research/notes/known-gaps-log.md): the spin clock against the
 GPU's own timer (research/scripts/probe_clock.py -> probe/clock.json), tile waits from L2 and DRAM against the SMs loading
 (research/scripts/probe_crowd.py -> probe/crowd.json), and lone fa2_tc launches with and without the L2 flush
 (research/data/grids/lone-crowd.yaml -> lone-crowd/)."""

@@ -147,7 +147,7 @@ def test_cold_start_and_burst_follow_what_the_flush_costs_real_launches(gpu):
 
 @pytest.mark.parametrize("gpu, ratio", [("h100", (0.38, 0.48)), ("h200", (0.40, 0.55))])
 def test_the_written_flush_costs_a_share_of_the_reads_up_to_the_l2_size(gpu, ratio):
-    """The write-back probe (research/scripts/probe_writeback.py -> probe/writeback.json; docs/known-gaps.md: DRAM-heavy short
+    """The write-back probe (research/scripts/probe_writeback.py -> probe/writeback.json; research/notes/known-gaps-log.md: DRAM-heavy short
     launches): a launch reading 13-69 MB after `measure`'s written flush takes 0.40-0.45 (H100) / 0.43-0.52 (H200) of
     those reads' DRAM time longer than after a read flush, as if each line it brings in wrote a dirty one back at
     under half a line's cost; beyond the L2's size it stops growing. No shipped model prices it yet."""

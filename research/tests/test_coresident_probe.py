@@ -1,5 +1,5 @@
 """One fa2_tc tile timed at one, two, three or four blocks a SM in the same many-wave grid (research/scripts/probe_coresident.py
--> research/data/h100/probe/coresident.json; docs/known-gaps.md): the record is whole and checked, the model
+-> research/data/h100/probe/coresident.json; research/notes/known-gaps-log.md): the record is whole and checked, the model
 sees the same occupancy the launch had, and what the runs show about the model's join holds."""
 import functools
 import json

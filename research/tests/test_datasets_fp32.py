@@ -39,7 +39,7 @@ def _f(r, k):
 def test_counts_match_hardware_counters(name):
     """Shared wavefronts, bank conflicts and FFMA within 10% of Nsight Compute's counters on every profiled
     configuration; DRAM read bytes within 10% on at least 90% of them and within 15% on all (one fa1 case with
-    a 1 MB read is 11.4% above the model: docs/known-gaps.md)."""
+    a 1 MB read is 11.4% above the model: research/notes/known-gaps-log.md)."""
     rs = rows(f"research/data/h100/ncu/ncu_{name}.csv")
     assert len(rs) >= 10
     cal = calibration.resolve(H100)
@@ -59,7 +59,7 @@ def test_counts_match_hardware_counters(name):
             "dram_read": (float(pred.traffic.dram_read_bytes), _f(r, "dram__bytes_read.sum")),
         }
         # DRAM reads are compulsory traffic while the re-read working set sits well inside L2; near L2's
-        # capacity the reuse model is approximate (docs/known-gaps.md), so it is held to 10% below half of L2
+        # capacity the reuse model is approximate (research/notes/known-gaps-log.md), so it is held to 10% below half of L2
         if name == "fa1":
             live = (2 * p["N"] * p["d"] + 2 * p["N"]) * 4 * min(p["B"] * p["H"], 132)
         else:

@@ -1,7 +1,7 @@
 """fa2_tc's instructions read off its compiled code (research/scripts/sass_code.py; kernels/fa2_tc.py CODE, CODE_SM8X and
 masked_warp_tiles): the tables are the committed listings', enumerated warp by warp they reproduce Nsight Compute's
 executed instructions, the model's closed form is that enumeration, and the shipped estimates (FA2TC.
-instructions_read False: refitted with the read counts the held-out ranking fell, docs/known-gaps.md) run 4-14% low."""
+instructions_read False: refitted with the read counts the held-out ranking fell, research/notes/known-gaps-log.md) run 4-14% low."""
 import csv
 import io
 import itertools

@@ -2,7 +2,7 @@
 ldmatrix reads on the H100. What it recorded, held here so that a rerun that changes it shows: ldmatrix.x4 alone,
 rotating over a 16 KB tile, delivers more shared-memory wavefronts per clock than the 1 the model prices (and than
 the pipe-mix probe's fixed-address ldmatrix stream, pipes.json), and fills beside it cost more than nothing and less
-than their wavefronts in full. Neither finding has entered the model (docs/known-gaps.md), and the first is not a
+than their wavefronts in full. Neither finding has entered the model (research/notes/known-gaps-log.md), and the first is not a
 measurement of shared memory: twice the ldmatrix stream adds wavefronts at 7 to 97 a clock (below), so the probe
 still loses loads."""
 import json
@@ -39,7 +39,7 @@ def test_fills_beside_ldmatrix_cost_between_nothing_and_their_wavefronts():
 def test_the_probe_still_loses_loads():
     """Beside the same fills, doubling the ldmatrix stream (32 -> 64 per warp per iteration) adds 512, 1,024 and
     2,048 wavefronts in 71, 54 and 21 cycles at 4, 8 and 16 warps: 7 to 97 a clock, where 32 four-byte banks deliver
-    1 (128 B). Some of the loads never reach shared memory, as in the probe's first version (docs/known-gaps.md):
+    1 (128 B). Some of the loads never reach shared memory, as in the probe's first version (research/notes/known-gaps-log.md):
     its ldmatrix rates are not shared memory's."""
     runs = _runs()
     for w in (4, 8, 16):

@@ -1,4 +1,4 @@
-"""The instruction-cache evidence docs/known-gaps.md cites for flash's ragged causal launches, held to the committed
+"""The instruction-cache evidence research/notes/known-gaps-log.md cites for flash's ragged causal launches, held to the committed
 data: the probe's instruction supply at each code footprint (research/data/h100/probe/icache.json,
 research/scripts/probe_icache.py) and the code size and issue rate of flash's causal launches read off their SASS
 (research/data/h100/flash_sass, research/scripts/ncu_sdpa_sass.sh via gpu_run.sh's ncu-flash-sass step)."""

@@ -1,5 +1,5 @@
 """The L2 re-use probe (research/scripts/probe_l2_reuse.py -> research/data/{h100,h200}/probe/l2_reuse.json, step
-probe-l2-reuse; docs/known-gaps.md): the record is whole, and what it shows about the H200's L2 against the H100's."""
+probe-l2-reuse; research/notes/known-gaps-log.md): the record is whole, and what it shows about the H200's L2 against the H100's."""
 import json
 from pathlib import Path
 
@@ -37,7 +37,7 @@ def test_record_is_whole_and_every_pass_after_the_first_reuses(key):
 def test_the_h200_keeps_re_used_lines_as_its_larger_l2_and_read_sweep_say():
     """Read only, re-written and beside a stream, the H200's half-miss distance lies 8-11% (3.7-4.7 MiB) beyond the
     H100's, as its effective L2 (the read sweep's) does: 60.6 against 54.8 MB, 11%. So the H200's fa1 rows, which miss
-    far less than the H100's rule carried over gives in 1.07-1.6x L2 (docs/known-gaps.md), are not explained by
+    far less than the H100's rule carried over gives in 1.07-1.6x L2 (research/notes/known-gaps-log.md), are not explained by
     its L2 keeping more re-written lines."""
     l2 = {k: calibration.resolve(gpu.resolve(k)).l2_effective_bytes for k in ("h100", "h200")}
     for mode in ("read", "rewrite", "rewrite_stream"):
@@ -48,7 +48,7 @@ def test_the_h200_keeps_re_used_lines_as_its_larger_l2_and_read_sweep_say():
 def test_the_h100s_re_written_ramp_beside_the_rule_fitted_on_fa1():
     """On the H100 re-written lines miss from 2% at 32 MiB to 96% at 52 MiB (10% at 37 MiB, 90% at 49 MiB); the ramp
     the DRAM rule fitted on fa1's counters runs from 28 to 46 MiB (hit_all and hit_none times the effective L2):
-    as steep, about 7 MiB earlier. fa1's distance holds only what the model counts (docs/known-gaps.md)."""
+    as steep, about 7 MiB earlier. fa1's distance holds only what the model counts (research/notes/known-gaps-log.md)."""
     l2 = calibration.resolve(gpu.resolve("h100")).l2_effective_bytes
     lo, hi = point("h100", "rewrite", 0.1), point("h100", "rewrite", 0.9)
     assert 35 * MIB < lo < 39 * MIB and 47 * MIB < hi < 51 * MIB

@@ -1,7 +1,7 @@
 """The shared-read probe (research/scripts/probe_l2_share.py -> research/data/{h100,h200}/probe/l2_share.json, step
 probe-l2-share; its all-block launch on a finer grid, l2_share_fine.json, step probe-l2-share-fine; and timed
 without Nsight Compute, as `perfmodel probe` does, l2_share_timed.json, step probe-l2-share-timed;
-docs/known-gaps.md): the records are whole, what they show about lines many blocks re-read, that the timed room
+research/notes/known-gaps-log.md): the records are whole, what they show about lines many blocks re-read, that the timed room
 agrees with the counted one, and that the calibrations and the DRAM rule's unit hold the counted figures."""
 import json
 import sys

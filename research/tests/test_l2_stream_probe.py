@@ -1,5 +1,5 @@
 """The streaming probe (research/scripts/probe_l2_stream.py -> research/data/{h100,h200}/probe/l2_stream.json, step
-probe-l2-stream; docs/known-gaps.md): the rate at which cp.async.cg fills shared memory from L2 and DRAM with
+probe-l2-stream; research/notes/known-gaps-log.md): the rate at which cp.async.cg fills shared memory from L2 and DRAM with
 nothing else running, against the calibrations' bandwidths."""
 import json
 import sys

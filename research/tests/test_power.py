@@ -1,7 +1,7 @@
-"""Long tensor-core launches run power-limited (docs/known-gaps.md): while the d = 128 fa2_tc launches of
+"""Long tensor-core launches run power-limited (research/notes/known-gaps-log.md): while the d = 128 fa2_tc launches of
 research/data/grids/power-check.yaml were timed, nvidia-smi sampled the H100's SM clock and power every 50 ms
 (research/data/h100/power/). And the power probe's loads (research/scripts/probe_power.py -> probe/power*.json on the
-H100 and H200): the clock and power each kind of work runs at (docs/tensorcore.md, the tensor clock). Held to that
+H100 and H200): the clock and power each kind of work runs at (research/notes/tensorcore.md, the tensor clock). Held to that
 data."""
 import csv
 import datetime
@@ -38,7 +38,7 @@ def test_long_launches_run_at_the_power_limit_below_the_model_clock():
 
 def test_the_longest_launches_run_at_different_clocks_by_tile():
     """B32 H16 N16384 causal (power-check): 64x64/4w and 128x64/4w run near 1,665-1,695 MHz, 128x128/8w near 1,800
-    (docs/known-gaps.md): the tile that works slowest draws the least. Each row's samples: those drawing over 600 W
+    (research/notes/known-gaps-log.md): the tile that works slowest draws the least. Each row's samples: those drawing over 600 W
     after the row before it was written and up to a second after its own (its date has whole seconds)."""
     s = _samples()
     rows = list(csv.DictReader(open(POWER / "power-check.csv")))
@@ -118,7 +118,7 @@ def test_warpgroup_mmas_run_at_the_mma_sync_clock_off_the_power_limit():
     (within 2%), both 6-11% below a sleeping block's reading the same way (1830 / 1980 MHz: 7.6% below), while
     nvidia-smi reads 1980 MHz. So one tensor clock converts both kinds of launch (timing). On all 132 SMs the wgmma
     load already runs 5% or more below mma.sync's clock within its 2 ms: the power limit, which the model does not
-    price (docs/known-gaps.md)."""
+    price (research/notes/known-gaps-log.md)."""
     for where in (PROBE, H200_PROBE):
         runs = json.loads((where / "tensor_clock.json").read_text())["runs"]
         sleep = runs["sleep, 1 block"]["clock_mhz_seen_median"]
@@ -209,7 +209,7 @@ def test_a_launch_under_the_limit_keeps_its_clock_and_more_energy_lowers_it():
 
 
 def test_predictions_take_the_power_limit_only_from_a_calibration_with_a_power_block(tmp_path):
-    """The shipped calibrations hold no power block (it scored worse: docs/known-gaps.md); one written by
+    """The shipped calibrations hold no power block (it scored worse: research/notes/known-gaps-log.md); one written by
     fit_power.py --write holds a long, busy fa2_tc launch below the tensor clock and leaves a short one and the fp32
     kernels as they were."""
     from rutil import script

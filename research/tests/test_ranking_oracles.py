@@ -1,4 +1,4 @@
-"""research/scripts/ranking_oracles.py (analysis only; docs/known-gaps.md): the shipped predictions score there as validate
+"""research/scripts/ranking_oracles.py (analysis only; research/notes/known-gaps-log.md): the shipped predictions score there as validate
 scores them, and what the two oracles say about the H100's Spearman gap, as it stood before the age-ordered tail
 was modelled, holds: each of the measurements the model lacked (the fairness traces' uneven ends, the clock the
 bench's spins read on long launches) lifts the held-out Spearman over tiles of the predictions without the tail,

@@ -57,7 +57,7 @@ def test_the_steady_path_leaves_the_mask_out():
 
 def test_the_model_keeps_the_source_order_and_can_price_the_compiled_one():
     """fa2_tc is priced in its source's order (the compiled order, refitted, crossed recorded bounds on data no fit
-    had seen: docs/known-gaps.md, research/scripts/try_fa2_tc_form.py); the switch reaches its counts, and with the
+    had seen: research/notes/known-gaps-log.md, research/scripts/try_fa2_tc_form.py); the switch reaches its counts, and with the
     softmax in no load's phase a lone block whose loads miss waits longer."""
     fa2_tc, flash = get("fa2_tc"), get("sdpa-flash")
     assert fa2_tc.softmax_overlaps_load is True

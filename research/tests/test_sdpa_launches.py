@@ -210,7 +210,7 @@ def test_combine_classes_are_read_off_its_sass(tag, splits):
 
 
 def test_ragged_causal_flash_waits_on_instruction_fetch():
-    """What docs/known-gaps.md says of flash's causal launch at N = 1000 (B32 H16 d64), held to the committed
+    """What research/notes/known-gaps-log.md says of flash's causal launch at N = 1000 (B32 H16 d64), held to the committed
     counters: it executes about as many instructions as at N = 1024 yet takes 1.3x the warp cycles per
     instruction, and only its report carries ncu's instruction-fetch (instruction cache) stall warning."""
     ragged, even, plain = (ncu_details(t) for t in ("ragged_causal", "even_causal", "ragged_noncausal"))

@@ -1,7 +1,7 @@
 """fa2_tc's warp stalls per KV tile, read off Nsight Compute's per-instruction samples
 (research/data/h100/tc_sass/, research/scripts/tc_stalls.py): the committed tables are what the script makes of the
-committed listings, and the load waits they show (docs/known-gaps.md: the per-tile load cost is not flat) and where
-the three d = 128 tiles spend a tile at many waves (docs/known-gaps.md: where the Spearman gap sits) hold."""
+committed listings, and the load waits they show (research/notes/known-gaps-log.md: the per-tile load cost is not flat) and where
+the three d = 128 tiles spend a tile at many waves (research/notes/known-gaps-log.md: where the Spearman gap sits) hold."""
 import functools
 import json
 from pathlib import Path

@@ -1,7 +1,7 @@
 """The fairness traces (research/data/h100/probe/fa2_tc_trace_fair.json, `research/scripts/gpu_run.sh trace-tc-fair`;
 read by research/scripts/trace_fairness.py): every fa2_tc instance traced block by block at the measured build's blocks per
 SM, in grids of exactly one and four rounds, and the one-block instances at B32 H8 N1000 and B2 H8 N8192. Nothing is
-fitted to them; docs/known-gaps.md says what they show and what the model does not follow."""
+fitted to them; research/notes/known-gaps-log.md says what they show and what the model does not follow."""
 import csv
 from pathlib import Path
 

@@ -1,5 +1,5 @@
 """The phase traces of fa2_tc (research/scripts/trace_fa2_tc.py TRACE_SET=phase -> research/data/h100/probe/
-fa2_tc_trace_phase.json, read by research/scripts/trace_phases.py; docs/known-gaps.md): the record is whole and checked, and
+fa2_tc_trace_phase.json, read by research/scripts/trace_phases.py; research/notes/known-gaps-log.md): the record is whole and checked, and
 what it shows about where a block's cycles go and how co-resident blocks split their SM holds."""
 import json
 
@@ -115,7 +115,7 @@ def test_the_short_walk_record_is_whole_checked_and_flushed():
 
 
 def test_the_n333_picks_turn_on_the_build_not_on_what_lies_outside_the_blocks():
-    """The N = 333 picks that miss by more than 5% (docs/known-gaps.md). Timed interleaved in one run, the measured
+    """The N = 333 picks that miss by more than 5% (research/notes/known-gaps-log.md). Timed interleaved in one run, the measured
     build reproduces the timed grid's order at one block a SM (64x64/4w 2-6% slower than 128x128/4w, as the grid's
     fp16 rows), while the trace build of the same source (clock reads in its loop) orders the two the other way. Inside
     one build both launches hold 3.7-4.4 us beyond their blocks' span, 64x64/4w's no more than 128x128/4w's (+0.1 us

@@ -1,13 +1,13 @@
 """The off-grid check (examples/offgrid_tc.py -> examples/benchmarks/offgrid_tc.json): fa2_tc, SDPA flash and cuDNN
 timed on the H100 and the H200 at shapes no committed grid holds, every row held out. The rows are whole and checked,
 truly off the grids, and the model's accuracy on them holds as a regression bound. The second set (*.offgrid2.csv)
-stayed unscored until one model change, the tensor clock, was judged on it (docs/tensorcore.md); the third
+stayed unscored until one model change, the tensor clock, was judged on it (research/notes/tensorcore.md); the third
 (*.offgrid3.csv) until the next, the list-scheduling residual, was judged on it by a rule set before. Both are held
 the same way since. The fourth (*.offgrid4.csv) is checked here; of it only cuDNN's rows are scored, once to judge
-the wgmma group waits on cuDNN's chain (docs/tensorcore.md), and held since; its fa2_tc and SDPA flash rows were
-scored once, to judge a fit for the ranking that was not shipped (docs/known-gaps.md), and are held as bounds since.
+the wgmma group waits on cuDNN's chain (research/notes/tensorcore.md), and held since; its fa2_tc and SDPA flash rows were
+scored once, to judge a fit for the ranking that was not shipped (research/notes/known-gaps-log.md), and are held as bounds since.
 The fifth (*.offgrid5.csv, fp16 and bf16) was left unscored until the age-ordered tail was judged on it, once, by a
-rule stated before (docs/tensorcore.md), and is held the same way since. The sixth (*.offgrid6.csv, fp16 and bf16,
+rule stated before (research/notes/tensorcore.md), and is held the same way since. The sixth (*.offgrid6.csv, fp16 and bf16,
 timed 2026-11-23 after the fifth was spent) is checked here and left unscored for the next change to the model of
 fa2_tc, SDPA flash or cuDNN."""
 import json
@@ -63,7 +63,7 @@ def held(record, name, gpu, tc, flash, cudnn):
 
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
 def test_the_second_set_scored_once_for_the_tensor_clock(record, gpu):
-    """The sealed second set, scored once to judge the tensor clock (docs/tensorcore.md; before -> after: fa2_tc 4.39%
+    """The sealed second set, scored once to judge the tensor clock (research/notes/tensorcore.md; before -> after: fa2_tc 4.39%
     -> 4.34% (H200 4.46% -> 4.40%), Spearman 0.929 -> 0.931 (0.928 -> 0.931), picks within 5% 95.3% -> 96.9% (96.9%
     -> 98.4%); SDPA flash 6.16% -> 6.13% (5.95% -> 5.93%), worst 25.1% (25.2%); cuDNN 7.98% -> 14.6% (7.60% ->
     13.2%)). Since the list-scheduling residual: fa2_tc 3.2% / 3.1% (worst 26% / 25%), Spearman 0.942 / 0.939, picks
@@ -74,7 +74,7 @@ def test_the_second_set_scored_once_for_the_tensor_clock(record, gpu):
 
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
 def test_the_third_set_scored_once_for_the_list_scheduling_residual(record, gpu):
-    """The sealed third set, scored once to judge the list-scheduling residual by the rule docs/tensorcore.md set first
+    """The sealed third set, scored once to judge the list-scheduling residual by the rule research/notes/tensorcore.md set first
     (before -> after: fa2_tc 4.28% -> 3.27% (H200 4.46% -> 3.26%), Spearman 0.931 -> 0.961 (0.941 -> 0.963), picks
     within 5% 92.2% -> 98.4% (95.3% -> 100%), worst pick 15.6% -> 6.4% (11.8% -> 4.6%); SDPA flash 5.13% -> 3.90%
     (5.10% -> 3.81%); cuDNN 14.7% -> 12.4% (14.1% -> 11.8%), and since the wgmma group waits 6.0% / 5.8% (worst 14% /
@@ -86,7 +86,7 @@ def test_the_third_set_scored_once_for_the_list_scheduling_residual(record, gpu)
 @pytest.mark.parametrize("gpu, before, bound", [("h100", 14.54, (7.2, 16)), ("h200", 13.45, (6.3, 15))])
 def test_the_fourth_sets_cudnn_rows_scored_once_for_the_wgmma_group_waits(gpu, before, bound):
     """The sealed fourth set's cuDNN rows, scored once to judge the wgmma group waits on cuDNN's chain by the rule
-    docs/tensorcore.md set first (kept if their MAPE fell on both GPUs and no fa2_tc or SDPA flash prediction moved):
+    research/notes/tensorcore.md set first (kept if their MAPE fell on both GPUs and no fa2_tc or SDPA flash prediction moved):
     14.5% -> 6.6% on the H100 (worst 24% -> 15%), 13.5% -> 5.7% on the H200 (23% -> 14%). Held as regression bounds
     since; the set's fa2_tc and SDPA flash rows stay unscored."""
     (ms,) = dataset.load([DATA / gpu / "sdpa-cudnn.offgrid4.csv"])
@@ -105,7 +105,7 @@ def test_the_fourth_set_held_since_its_fit_was_judged(record, gpu):
 
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
 def test_the_fifth_set_scored_once_for_the_age_ordered_tail(record, gpu):
-    """The sealed fifth set, scored once to judge the age-ordered tail by the rule docs/tensorcore.md stated first
+    """The sealed fifth set, scored once to judge the age-ordered tail by the rule research/notes/tensorcore.md stated first
     (without -> with the tail: fa2_tc 3.19% -> 3.14% (H200 3.09% -> 3.04%), Spearman 0.964 (0.959) unchanged, picks
     within 5% 100% (98.4%) unchanged; no SDPA flash or cuDNN prediction moved: 4.18% / 4.59% and 5.94% / 6.05%).
     Held as regression bounds since."""

@@ -57,7 +57,7 @@ def test_recorded_benchmark_is_what_the_data_gives(advice):
 @pytest.mark.parametrize("gpu_dir", ["h100", "h200"])
 def test_advice_holds(advice, gpu_dir):
     """The issue's goal for the pick (the measured best in 80% of problems) holds; within 5% in every problem does
-    not yet (98.7% / 98.4%, docs/known-gaps.md), but the short-list of the pick and the runner-up reaches it, far
+    not yet (98.7% / 98.4%, research/notes/known-gaps-log.md), but the short-list of the pick and the runner-up reaches it, far
     above what two tiles drawn at random give (most problems have three measured tiles)."""
     a = advice[gpu_dir]
     assert a["share"] >= 0.90 and a["within_5_percent"] >= 0.98 and a["slowdown_of_predicted_best_worst"] <= 0.13

@@ -248,7 +248,7 @@ def test_a_later_probe_run_reproduces_the_shipped_calibration(key, shipped):
     """A whole `perfmodel probe` run a day after the shipped one (examples/measurements/*/
     probe-calibration.yaml): every figure within 4% of the shipped calibration's, the path latencies within 2%,
     except the L2 read bandwidth (its kernel reads L1: 7-14% lower), the launch overhead (3-9% higher) and the
-    effective L2 size (3-4% larger); docs/known-gaps.md."""
+    effective L2 size (3-4% larger); research/notes/known-gaps-log.md."""
     run = yaml.safe_load((ROOT / "examples" / "measurements" / key / "probe-calibration.yaml").read_text())
     ref = yaml.safe_load((ROOT / "gpus" / "calibration" / f"{shipped}.yaml").read_text())
     assert run["provenance"]["gpu_name"] == ref["provenance"]["gpu_name"]
