@@ -11,7 +11,13 @@ MAX_YAML_NODES = 200_000              # an alias bomb expands far past this
 
 
 class InputError(ValueError):
-    """Raised for impossible sizes, unknown GPUs, malformed spec files, missing toolchains, ..."""
+    """Raised for impossible sizes, unknown GPUs, malformed spec files, missing toolchains, ... Its message is one
+    line: a line break a user's input carries into it ('0\\n' as a GPU name) is shown escaped."""
+
+    def __init__(self, message="", *args):
+        if isinstance(message, str):
+            message = message.replace("\r", "\\r").replace("\n", "\\n")
+        super().__init__(message, *args)
 
 
 def read_bytes(path, what: str, limit: int = MAX_TEXT_BYTES) -> bytes:
