@@ -12,6 +12,7 @@ measurement and the CSV schema all take them from here. Tile parameters belong t
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -128,26 +129,11 @@ class AttentionShape:
         return {"fwd": fwd, "bwd": bwd, "fwd_bwd": fwd + bwd}[self.mode]
 
     def with_mode(self, mode: str) -> "AttentionShape":
-        import dataclasses
-
         return dataclasses.replace(self, mode=mode)
 
     def as_dict(self) -> dict:
         return {"B": self.B, "H": self.H, "Hkv": self.Hkv, "Nq": self.Nq, "Nk": self.Nk, "d": self.d,
                 "dtype": self.dtype, "causal": self.causal, "mode": self.mode}
-
-    def describe(self) -> str:
-        """One line: 'B=2 H=32 Hkv=8 Nq=1 Nk=4096 d=128', with N where the lengths agree and no Hkv where equal."""
-        one = lambda x: int(np.asarray(x).ravel()[0]) if np.size(x) == 1 else x
-        parts = [f"B={one(self.B)}", f"H={one(self.H)}"]
-        if np.any(np.asarray(self.Hkv) != np.asarray(self.H)):
-            parts.append(f"Hkv={one(self.Hkv)}")
-        if np.all(np.asarray(self.Nq) == np.asarray(self.Nk)):
-            parts.append(f"N={one(self.Nq)}")
-        else:
-            parts += [f"Nq={one(self.Nq)}", f"Nk={one(self.Nk)}"]
-        parts.append(f"d={one(self.d)}")
-        return " ".join(parts)
 
 
 def positive_int(name: str, value, lo: int = 1) -> int:
