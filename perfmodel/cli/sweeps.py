@@ -130,10 +130,17 @@ def sweep(gpu_name, kernel, dtype, causal, mode, best, as_csv, as_json, limit, o
                                  **({"pick_measured_best_source": advice.SOURCE} if best else {})}, indent=1))
         return
     shown = rows[:limit]
-    tab = Table(title=("fastest tile configuration per problem" if best else "fastest configurations")
-                + f" ({len(shown)} of {len(rows)})", title_justify="left", show_edge=False)
+    # an axis swept over one value goes into the title, not a column, so the table keeps to the terminal's width
+    fixed = [a for a in res.axes if len(res.values[a]) == 1]
+    varied = [a for a in res.axes if a not in fixed]
+    title = (("fastest tile configuration per problem" if best else "fastest configurations")
+             + f" ({len(shown)} of {len(rows)})")
+    if fixed:
+        title += "; " + " ".join(f"{a}={res.values[a][0]}" for a in fixed)
+    tab = Table(title=title, title_justify="left", show_edge=False)
     judged = best and bool(advice.pick_table(swept.name))
-    for c in cols + (["runner-up", "its margin"] if best else []) + (["pick was best"] if judged else []):
+    for c in varied + ["time_s", "bound"] + (["runner-up", "its margin"] if best else []) + (
+            ["pick was best"] if judged else []):
         tab.add_column(c, justify="right")
     for (p, t, b), second in zip(shown, runners):
         extra = []
@@ -143,7 +150,7 @@ def sweep(gpu_name, kernel, dtype, causal, mode, best, as_csv, as_json, limit, o
             if judged:
                 tr = trust(t, t2)
                 extra.append("-" if tr is None else f"{tr[0]:.0%} of {tr[1]}")
-        tab.add_row(*(str(p[a]) for a in res.axes), report.si(t, "s"), b, *extra)
+        tab.add_row(*(str(p[a]) for a in varied), report.si(t, "s"), b, *extra)
     out.print(tab)
     if best and any(s is not None for s in runners):
         err.print("runner-up: the model's second fastest tiles; where the margin is small, time both (README, tile "
