@@ -46,8 +46,8 @@ class Prediction:
     calibration: Calibration
     shape: AttentionShape
     tiles: Tiles
-    counts: Counts               # the whole call's (its launches' added)
-    launch: Launch               # the main launch's shape (the first of ``launches`` of the call's main pass)
+    counts: Counts               # the main kernel's (fwd_bwd: the forward's and the backward's main kernels added)
+    launch: Launch               # the main kernel's launch shape (fwd_bwd: the forward's)
     blocks_per_sm: np.ndarray
     waves: np.ndarray
     warps_per_sm: np.ndarray
@@ -83,7 +83,7 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
             traffic=memory.Traffic(*(a + b for a, b in zip(dataclasses.astuple(fwd.traffic)[:2],
                                                            dataclasses.astuple(bwd.traffic)[:2])),
                                    l2_hit_fraction=fwd.traffic.l2_hit_fraction),
-            timing=timing.add(fwd.timing, bwd.timing),
+            timing=timing.add(bwd.timing, fwd.timing),          # the bound: the backward's, the longer pass
             roofline_time_s=fwd.roofline_time_s + bwd.roofline_time_s,
             notes=tuple(dict.fromkeys(fwd.notes + bwd.notes)))
     facts, note = kernel.facts(gpu.sm)
