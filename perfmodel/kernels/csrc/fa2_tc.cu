@@ -93,6 +93,10 @@ using fa2tc_ptx::ldsm_x4_t;
 using fa2tc_ptx::mma16816;
 using fa2tc_ptx::pack2;
 using fa2tc_ptx::smem_addr;
+using fa2tc_ptx::load_tile;
+using fa2tc_ptx::step_off;
+using fa2tc_ptx::swz;
+using fa2tc_ptx::tile_off;
 
 #ifdef FA2TC_TRACE
 // Trace builds only (research/scripts/trace_fa2_tc.py, research/csrc/fa2_tc_trace.cu): each block writes its SM and its start and end
@@ -136,42 +140,6 @@ __device__ __forceinline__ void mma_n16(float (&acc)[MT][NC][4], int col, const 
     for (int mi = 0; mi < MT; ++mi) {
         mma16816<T>(acc[mi][col], a[mi], f[0], f[1]);
         mma16816<T>(acc[mi][col + 1], a[mi], f[2], f[3]);
-    }
-}
-
-// XOR applied to the 16-byte chunk index of row r.
-template <int D>
-__device__ __forceinline__ int swz(int r) {
-    return D >= 64 ? (r & 7) : ((r >> 1) & 3);
-}
-// Byte offset of 16-byte chunk c of row r in a [rows][D] tile.
-template <int D>
-__device__ __forceinline__ uint32_t tile_off(int r, int c) {
-    return (uint32_t)(r * (D * 2) + ((c ^ swz<D>(r)) << 4));
-}
-
-// Byte offset of k16 step c (chunks 2c and 2c+1) for a lane whose step-0 ldmatrix offset is a0 (see the kernel).
-__device__ __forceinline__ uint32_t step_off(uint32_t a0, int c) {
-    return (a0 ^ (((2 * c) & 7) << 4)) + ((c >> 2) << 7);
-}
-
-// cp.async a [ROWS][D] tile whose first row is global row row0; rows >= N are zero-filled (src-size 0: the
-// address is formed but not read). Thread tid copies chunk tid % CPR of rows tid / CPR + i * (THREADS / CPR).
-template <typename T, int ROWS, int D, int THREADS>
-__device__ __forceinline__ void load_tile(uint32_t s, const T* __restrict__ g, int row0, int N, int tid) {
-    constexpr int CPR = D / 8, CH = ROWS * CPR, IT = (CH + THREADS - 1) / THREADS, RSTEP = THREADS / CPR;
-    static_assert(THREADS % CPR == 0, "a thread keeps one chunk column");
-    const int r0 = tid / CPR, k = tid % CPR;
-    const T* src = g + (size_t)(row0 + r0) * D + k * 8;
-    const uint32_t dst = s + tile_off<D>(r0, k);
-    const int left = N - row0 - r0;
-#pragma unroll
-    for (int i = 0; i < IT; ++i) {
-        if (CH % THREADS == 0 || r0 + i * RSTEP < ROWS) {
-            // the swizzle repeats every 8 rows, so with RSTEP % 8 == 0 every row of this thread has r0's XOR
-            const uint32_t d = RSTEP % 8 == 0 ? dst + i * RSTEP * (D * 2) : s + tile_off<D>(r0 + i * RSTEP, k);
-            cp_async_16(d, src + (size_t)i * RSTEP * D, i * RSTEP < left ? 16 : 0);
-        }
     }
 }
 

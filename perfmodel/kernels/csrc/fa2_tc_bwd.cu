@@ -62,6 +62,10 @@ using fa2tc_ptx::ldsm_x4_t;
 using fa2tc_ptx::mma16816;
 using fa2tc_ptx::pack2;
 using fa2tc_ptx::smem_addr;
+using fa2tc_ptx::load_tile;
+using fa2tc_ptx::step_off;
+using fa2tc_ptx::swz;
+using fa2tc_ptx::tile_off;
 
 // 4-byte copy (LSE, Dsum rows); src_bytes = 0 writes zero.
 __device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, int src_bytes) {
@@ -87,44 +91,10 @@ __device__ __forceinline__ void red_add2(float* p, float a, float b) {
 #endif
 }
 
-// XOR applied to the 16-byte chunk index of row r of a tile of W-element rows.
-template <int W>
-__device__ __forceinline__ int swz(int r) {
-    return W >= 64 ? (r & 7) : ((r >> 1) & 3);
-}
-// Byte offset of 16-byte chunk c of row r in a [rows][W] tile.
-template <int W>
-__device__ __forceinline__ uint32_t tile_off(int r, int c) {
-    return (uint32_t)(r * (W * 2) + ((c ^ swz<W>(r)) << 4));
-}
-// Byte offset of chunks 2c + hi for a lane whose chunk-hi address (c = 0) is a0: the swizzle only flips bits 4-6 of
-// a 128-byte-aligned tile's offsets (and the row terms added to a0 are multiples of 8 rows), so
-// chunk (2c + hi) ^ sw = ((hi ^ sw) ^ (2c & 7)) + 8 * (2c >> 3).
-__device__ __forceinline__ uint32_t step_off(uint32_t a0, int c) {
-    return (a0 ^ (((2 * c) & 7) << 4)) + ((c >> 2) << 7);
-}
 // A lane's chunk-hi address in row lrow (0..15) of a [rows][W] tile at s (128-byte aligned).
 template <int W>
 __device__ __forceinline__ uint32_t lane_base(uint32_t s, int lrow, int hi) {
     return s + (uint32_t)(lrow * (W * 2)) + (uint32_t)((hi ^ swz<W>(lrow)) << 4);
-}
-
-// cp.async a [ROWS][W] tile whose first row is global row row0 (row stride W); rows >= N are zero-filled.
-template <typename T, int ROWS, int W, int THREADS>
-__device__ __forceinline__ void load_tile(uint32_t s, const T* __restrict__ g, int row0, int N, int tid) {
-    constexpr int CPR = W / 8, CH = ROWS * CPR, IT = (CH + THREADS - 1) / THREADS, RSTEP = THREADS / CPR;
-    static_assert(THREADS % CPR == 0, "a thread keeps one chunk column");
-    const int r0 = tid / CPR, k = tid % CPR;
-    const T* src = g + (size_t)(row0 + r0) * W + k * 8;
-    const uint32_t dst = s + tile_off<W>(r0, k);
-    const int left = N - row0 - r0;
-#pragma unroll
-    for (int i = 0; i < IT; ++i) {
-        if (CH % THREADS == 0 || r0 + i * RSTEP < ROWS) {
-            const uint32_t d = RSTEP % 8 == 0 ? dst + i * RSTEP * (W * 2) : s + tile_off<W>(r0 + i * RSTEP, k);
-            cp_async_16(d, src + (size_t)i * RSTEP * W, i * RSTEP < left ? 16 : 0);
-        }
-    }
 }
 
 // acc[MT][NT][4] += A B for one warp: A is M x K (MT m16 tiles from row am), B is K x N (NT n8 tiles from column

@@ -1,5 +1,6 @@
 // PTX wrappers the tensor-core kernels share (fa2_tc.cu's forward, fa2_tc_bwd.cu's backward): shared-memory
-// addresses, cp.async copies, ldmatrix, the m16n8k16 MMA, 16-bit packing and ex2. Inline device functions, so each
+// addresses, cp.async copies, ldmatrix, the m16n8k16 MMA, 16-bit packing, ex2, and the XOR-swizzled tile layout
+// with its cp.async tile copy. Inline device functions, so each
 // kernel compiles as if it held its own copy.
 #pragma once
 
@@ -72,6 +73,43 @@ __device__ __forceinline__ float ex2(float x) {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
+}
+
+
+// XOR applied to the 16-byte chunk index of row r.
+template <int D>
+__device__ __forceinline__ int swz(int r) {
+    return D >= 64 ? (r & 7) : ((r >> 1) & 3);
+}
+// Byte offset of 16-byte chunk c of row r in a [rows][D] tile.
+template <int D>
+__device__ __forceinline__ uint32_t tile_off(int r, int c) {
+    return (uint32_t)(r * (D * 2) + ((c ^ swz<D>(r)) << 4));
+}
+
+// Byte offset of k16 step c (chunks 2c and 2c+1) for a lane whose step-0 ldmatrix offset is a0 (see the kernel).
+__device__ __forceinline__ uint32_t step_off(uint32_t a0, int c) {
+    return (a0 ^ (((2 * c) & 7) << 4)) + ((c >> 2) << 7);
+}
+
+// cp.async a [ROWS][D] tile whose first row is global row row0; rows >= N are zero-filled (src-size 0: the
+// address is formed but not read). Thread tid copies chunk tid % CPR of rows tid / CPR + i * (THREADS / CPR).
+template <typename T, int ROWS, int D, int THREADS>
+__device__ __forceinline__ void load_tile(uint32_t s, const T* __restrict__ g, int row0, int N, int tid) {
+    constexpr int CPR = D / 8, CH = ROWS * CPR, IT = (CH + THREADS - 1) / THREADS, RSTEP = THREADS / CPR;
+    static_assert(THREADS % CPR == 0, "a thread keeps one chunk column");
+    const int r0 = tid / CPR, k = tid % CPR;
+    const T* src = g + (size_t)(row0 + r0) * D + k * 8;
+    const uint32_t dst = s + tile_off<D>(r0, k);
+    const int left = N - row0 - r0;
+#pragma unroll
+    for (int i = 0; i < IT; ++i) {
+        if (CH % THREADS == 0 || r0 + i * RSTEP < ROWS) {
+            // the swizzle repeats every 8 rows, so with RSTEP % 8 == 0 every row of this thread has r0's XOR
+            const uint32_t d = RSTEP % 8 == 0 ? dst + i * RSTEP * (D * 2) : s + tile_off<D>(r0 + i * RSTEP, k);
+            cp_async_16(d, src + (size_t)i * RSTEP * D, i * RSTEP < left ? 16 : 0);
+        }
+    }
 }
 
 }  // namespace fa2tc_ptx
