@@ -202,33 +202,19 @@ def check(ext, only_d=None, seed=0, small=False):
     return rows, fails
 
 
-class Timer:
-    def __init__(self, flush_bytes=256 << 20):
-        self.cache = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda")
+def timer():
+    """Median ms of a call, each run after an L2 flush with a head start (perfmodel's own bench)."""
+    sys.path.insert(0, str(ROOT))
+    from perfmodel.measure.bench import Bencher
 
-    def __call__(self, fn, reps=20, warmup=3):
-        for _ in range(warmup):
-            fn()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(reps):
-            self.cache.zero_()
-            torch.cuda._sleep(200_000)  # head start: the host queues the call while the GPU spins
-            a = torch.cuda.Event(enable_timing=True)
-            b = torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            torch.cuda.synchronize()
-            ts.append(a.elapsed_time(b))
-        ts.sort()
-        return ts[len(ts) // 2]
+    b = Bencher(torch)
+    return lambda fn, reps=20: b.run(fn, min_runs=reps).median_ms
 
 
 def bench(ext, ds=(64, 128), Ns=(512, 1024, 2048, 4096, 8192), reps=20):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    timer = Timer()
+    time_ms = timer()
     dtype = torch.bfloat16
     table = []
     g = torch.Generator(device="cuda")
@@ -250,12 +236,12 @@ def bench(ext, ds=(64, 128), Ns=(512, 1024, 2048, 4096, 8192), reps=20):
                 ours = {}
                 for inst in insts:
                     _, bc, br, w = inst
-                    ours[inst] = timer(lambda: ext.fa2_tc_backward(q, k, v, O, dO, LSE, dq, dk, dv, acc, D,
+                    ours[inst] = time_ms(lambda: ext.fa2_tc_backward(q, k, v, O, dO, LSE, dq, dk, dv, acc, D,
                                                                    bc, br, w, causal), reps=reps)
                 qs, ks, vs = (t.detach().clone().requires_grad_(True) for t in (q, k, v))
                 with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
                     out = F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal)
-                t_sdpa = timer(lambda: torch.autograd.grad(out, (qs, ks, vs), dO, retain_graph=True), reps=reps)
+                t_sdpa = time_ms(lambda: torch.autograd.grad(out, (qs, ks, vs), dO, retain_graph=True), reps=reps)
                 flops = 10.0 * B * H * N * N * d * (0.5 if causal else 1.0)
                 best = min(ours, key=ours.get)
                 table.append((d, N, B, H, causal, t_sdpa, ours, best, flops))

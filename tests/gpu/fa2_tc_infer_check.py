@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import random
 import sys
 import time
@@ -33,7 +32,6 @@ CUDA_FLAGS = ["-O3", "-lineinfo"]
 TOL = {torch.float16: 2e-3, torch.bfloat16: 1.5e-2}
 LSE_TOL = 2e-3
 GUARD = 1024
-FLUSH_BYTES = 256 * 1024 * 1024
 
 _EXT = None
 
@@ -276,48 +274,13 @@ def correctness(quick: bool = False, seed: int = 0, verbose: bool = False, only:
 # ---------------------------------------------------------------------------------------------------------------
 # bench
 
-def num_splits_heuristic(batch_nheads_mblocks: int, num_sms: int, num_n_blocks: int, max_splits: int = 128) -> int:
-    """FlashAttention-2's num_splits_heuristic (flash_api.cpp), num_sms already doubled."""
-    if batch_nheads_mblocks >= 0.8 * num_sms:
-        return 1
-    max_splits = min(max_splits, num_sms, num_n_blocks)
-    eff = []
-    best = 0.0
-    for s in range(1, max_splits + 1):
-        ok = s == 1 or -(-num_n_blocks // s) != -(-num_n_blocks // (s - 1))
-        if not ok:
-            eff.append(0.0)
-            continue
-        w = batch_nheads_mblocks * s / num_sms
-        e = w / math.ceil(w)
-        best = max(best, e)
-        eff.append(e)
-    for s in range(1, max_splits + 1):
-        ok = s == 1 or -(-num_n_blocks // s) != -(-num_n_blocks // (s - 1))
-        if ok and eff[s - 1] >= 0.85 * best:
-            return s
-    return 1
+def timer():
+    """Median ms of a call, each run after an L2 flush with a head start (perfmodel's own bench)."""
+    load()                                          # puts the checkout on sys.path
+    from perfmodel.measure.bench import Bencher
 
-
-class Timer:
-    def __init__(self):
-        self.cache = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-
-    def time(self, fn, warmup: int = 3, reps: int = 20) -> float:
-        """Median ms of ``reps`` runs, each after an L2 flush outside the timed region."""
-        for _ in range(warmup):
-            fn()
-        ts = []
-        for _ in range(reps):
-            self.cache.zero_()
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            torch.cuda.synchronize()
-            ts.append(a.elapsed_time(b))
-        ts.sort()
-        return ts[len(ts) // 2]
+    b = Bencher(torch)
+    return lambda fn: b.run(fn, min_runs=20).median_ms
 
 
 def bench():
@@ -326,11 +289,13 @@ def bench():
     import torch.nn.functional as F
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    timer = Timer()
+    from perfmodel.kernels.fa2_tc import num_splits
+
+    time_ms = timer()
     d, Br, Bc, w = 128, 64, 128, 4
     H, Hkv, dt = 32, 8, torch.bfloat16
     print(f"decode bench: H {H}, Hkv {Hkv}, Nq 1, d {d}, bf16; fa2_tc {d} {Br}x{Bc}x{w} (query heads of a K/V head "
-          f"folded into one tile); median of 20 runs, L2 flushed before each; {sms} SMs")
+          f"folded into one tile); median of 20 or more runs, L2 flushed before each; {sms} SMs")
     print(f"{'B':>3} {'Nk':>6} {'splits':>6} {'fa2_tc us':>10} {'GB/s':>6} {'sdpa flash us':>13} {'ratio':>6}")
     for B in (1, 32):
         for Nk in (4096, 32768):
@@ -340,11 +305,11 @@ def bench():
             o = torch.empty_like(q)
             g = H // Hkv
             mblocks = -(-g // Br)
-            heur = num_splits_heuristic(B * Hkv * mblocks, 2 * sms, -(-Nk // Bc))
+            heur = int(num_splits(B * Hkv * mblocks, 2 * sms, -(-Nk // Bc)))
             try:
                 with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
                     ref = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
-                    t_sdpa = timer.time(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+                    t_sdpa = time_ms(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
             except RuntimeError as e:
                 ref, t_sdpa = None, float("nan")
                 print(f"  sdpa flash unavailable: {str(e).splitlines()[0]}")
@@ -361,7 +326,7 @@ def bench():
                                 torch.linalg.vector_norm(ref.double()))
                     if not err < TOL[dt]:
                         print(f"  WARNING: fa2_tc (splits {splits}) and sdpa flash differ: relative error {err:.3g}")
-                t = timer.time(fn)
+                t = time_ms(fn)
                 tag = "*" if splits == heur else " "
                 print(f"{B:>3} {Nk:>6} {splits:>5}{tag} {t * 1e3:>10.1f} {bytes_kv / t / 1e6:>6.0f} "
                       f"{t_sdpa * 1e3:>13.1f} {t / t_sdpa:>6.2f}")
