@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-from pathlib import Path
 
 import click
 from rich.console import Console
@@ -80,24 +79,6 @@ def render(console: Console, r) -> None:
     if any(e.supported and e.outside for e in r.estimates):
         console.print("outside measured: the shape leaves the measured ranges there, so its error is unknown")
     console.print(f"covers {ATTENTION_ONLY}")
-
-
-def _atomic_save(fig, path: str) -> None:
-    import tempfile
-
-    from perfmodel import plot as plot_mod
-
-    p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.stem}-", suffix=p.suffix, dir=str(p.resolve().parent))
-    os.close(fd)
-    try:
-        plot_mod.save(fig, tmp)
-        os.replace(tmp, p)
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def decode_figure(runs: list, title: str):
@@ -175,7 +156,9 @@ def llm_cmd(model, gpus, batch, prompt, context, new_tokens, train, seq, kernels
     if contexts is None or len(contexts) == 1:
         r = estimate(context=contexts[0] if contexts else None, **args)
         if out_path is not None:
-            _atomic_save(decode_figure([(contexts[0], r)], workload_text(r)), out_path)
+            from perfmodel import plot
+
+            plot.save(decode_figure([(contexts[0], r)], workload_text(r)), out_path)     # atomic
         if as_json:
             click.echo(report.dumps(r.to_dict()))
         else:
@@ -187,7 +170,9 @@ def llm_cmd(model, gpus, batch, prompt, context, new_tokens, train, seq, kernels
     last = runs[-1][1]
     title = (f"{last.model.display}: decode of {last.workload.new_tokens} token(s), batch {last.workload.batch}, "
              f"{last.dtype}")
-    _atomic_save(decode_figure(runs, title), out_path)
+    from perfmodel import plot
+
+    plot.save(decode_figure(runs, title), out_path)
     render(_console(), last)
     click.echo(f"wrote {out_path} ({len(contexts)} contexts, {contexts[0]} to {contexts[-1]}; the table: the last)",
                err=True)
