@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perfmodel.evaluation import dataset, validate
+from perfmodel.evaluation import advice, dataset, validate
 from perfmodel.evaluation.fit import in_training_split
 from perfmodel.hw import calibration, gpu as gpu_mod
 from perfmodel.kernels import get
@@ -24,16 +24,6 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "examples" / "measurements" / "h200"
 OUT = ROOT / "examples" / "benchmarks" / "workloads.json"
 KERNELS = ("fa2_tc", "sdpa-flash", "sdpa-cudnn")
-
-
-def workload(ms) -> np.ndarray:
-    """Each row's workload: decode (up to 128 queries against more keys), grouped prefill, cross-attention, plain
-    (square, all heads), or the mode (bwd, fwd_bwd)."""
-    c = ms.cols
-    fwd = np.where((c["Nq"] <= 128) & (c["Nk"] > c["Nq"]), "decode",
-                   np.where(c["Hkv"] != c["H"], "grouped prefill",
-                            np.where(c["Nq"] != c["Nk"], "cross-attention", "plain")))
-    return np.where(ms.mode == "fwd", fwd, ms.mode)
 
 
 def naive(ms, spec, kernel):
@@ -75,7 +65,8 @@ def compute() -> dict:
                 ms = ms.select(~np.array([in_training_split(r) for r in ms.rows]))
             pred, _ = validate.predict_set(ms, spec, calibration.resolve(spec))
             base = naive(ms, spec, kernel)
-            kinds = workload(ms)
+            c = ms.cols
+            kinds = advice.workloads(c["Nq"], c["Nk"], c["H"], c["Hkv"], ms.mode)
             groups = ms.problems()
             for w in sorted(set(kinds.tolist())):
                 m = kinds == w
@@ -103,8 +94,6 @@ def packaged(result: dict) -> dict:
 
 
 if __name__ == "__main__":
-    from perfmodel.evaluation import advice
-
     result = compute()
     OUT.write_text(json.dumps(result, indent=1) + "\n")
     advice.WORKLOADS.write_text(json.dumps(packaged(result), indent=1) + "\n")

@@ -93,17 +93,18 @@ def _measured() -> dict:
     return json.loads(MEASURED.read_text()) if MEASURED.exists() else {}
 
 
+def workloads(Nq, Nk, H, Hkv, mode):
+    """Each problem's workload, as the accuracy records name them (vectorised): plain (square, all heads, forward),
+    decode (up to 128 queries against more keys), grouped prefill, cross-attention, or its mode (bwd, fwd_bwd)."""
+    Nq, Nk, H, Hkv = (np.asarray(x) for x in (Nq, Nk, H, Hkv))
+    fwd = np.where((Nq <= 128) & (Nk > Nq), "decode",
+                   np.where(Hkv != H, "grouped prefill", np.where(Nq != Nk, "cross-attention", "plain")))
+    return np.where(np.asarray(mode) == "fwd", fwd, mode)
+
+
 def workload_of(shape) -> str:
-    """A scalar problem's workload, as the accuracy records name them: plain (square, all heads, forward), decode
-    (up to 128 queries against more keys), grouped prefill, cross-attention, or its mode (bwd, fwd_bwd)."""
-    if shape.mode != "fwd":
-        return shape.mode
-    Nq, Nk, H, Hkv = (int(np.asarray(x)) for x in (shape.Nq, shape.Nk, shape.H, shape.Hkv))
-    if Nq <= 128 and Nk > Nq:
-        return "decode"
-    if Hkv != H:
-        return "grouped prefill"
-    return "cross-attention" if Nq != Nk else "plain"
+    """A scalar problem's workload (workloads)."""
+    return str(workloads(shape.Nq, shape.Nk, shape.H, shape.Hkv, shape.mode))
 
 
 @lru_cache(maxsize=1)

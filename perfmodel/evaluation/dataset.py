@@ -36,14 +36,24 @@ def problem_keys(cols: dict, dtype, causal, mode=None) -> list:
     return list(zip(*(cols[a] for a in AXES), dtype, causal, mode))
 
 
+def _cells(row: dict):
+    """A row's cell as text (blank where absent), and its two lengths (each N where the row gives only N)."""
+    cell = lambda k: str(row.get(k) if row.get(k) is not None else "").strip()
+    return cell, cell("Nq") or cell("N"), cell("Nk") or cell("N")
+
+
+def plain_row(row: dict) -> bool:
+    """Whether a row is the plain problem the one-length schema holds: the forward, Nq = Nk, Hkv = H, one split."""
+    cell, nq, nk = _cells(row)
+    return (cell("Hkv") in ("", cell("H"))) and nq == nk and (cell("mode") or "fwd") == "fwd" and (
+        cell("splits") in ("", "1"))
+
+
 def split_key(row: dict) -> str:
     """The text that decides a row's split: the plain row's KEY columns as written; a row of grouped heads, of
     Nq != Nk or of another mode names Hkv, Nq, Nk and mode as well."""
-    cell = lambda k: str(row.get(k) if row.get(k) is not None else "").strip()
-    nq, nk = cell("Nq") or cell("N"), cell("Nk") or cell("N")
-    plain = (cell("Hkv") in ("", cell("H"))) and nq == nk and (cell("mode") or "fwd") == "fwd" and (
-        cell("splits") in ("", "1"))
-    if plain:
+    cell, nq, nk = _cells(row)
+    if plain_row(row):
         return ",".join(nq if k == "N" else cell(k) for k in KEY)
     return ",".join([cell("kernel"), cell("B"), cell("H"), cell("Hkv") or cell("H"), nq, nk, cell("d")]
                     + [cell(k) for k in TILE_COLUMNS] + [cell("splits") or "1", cell("mode") or "fwd"])

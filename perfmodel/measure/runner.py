@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from perfmodel.errors import InputError
+from perfmodel.evaluation import dataset
 from perfmodel.hw import calibration
 from perfmodel.hw.gpu import GPUSpec
 from perfmodel.kernels import get as get_kernel
@@ -62,8 +63,7 @@ def row_key(row: dict) -> tuple:
 def legacy_row(row: dict) -> dict:
     """``row`` for a file of the one-length schema (N_KEY): N for Nq = Nk; InputError for a row that schema cannot
     hold (grouped heads, Nq != Nk, a mode other than fwd)."""
-    if (_cell(row, "Nq") != _cell(row, "Nk") or _cell(row, "Hkv") != _cell(row, "H") or _cell(row, "mode") != "fwd"
-            or _cell(row, "splits") != "1"):
+    if not dataset.plain_row(row):
         raise InputError("this file has the one-length columns (N, no Hkv, Nq, Nk or mode), which cannot hold grouped "
                          "heads, Nq != Nk or a backward: write these rows to a new file")
     return dict(row, N=_cell(row, "Nq"))
