@@ -1,7 +1,7 @@
 """Figures of the H200's inference and training workloads, predicted beside measured (examples/measurements/h200/):
 
 * examples/figures/decode_h200.png: a decode step's time (one query, d = 128, bf16) against the KV length for
-  fa2_tc, SDPA flash and cuDNN, for 32 and 8 K/V heads (32 query heads) and batch 1 and 64; lines predicted,
+  fa2_tc, SDPA flash and cuDNN, for 32 and 8 K/V heads (32 query heads) and batch 1 and 32; lines predicted,
   markers measured.
 * examples/figures/backward_h200.png: TFLOP/s (FlashAttention's convention: 2.5x and 3.5x the forward's FLOPs) of
   the forward, the backward and forward plus backward against N at FlashAttention's benchmark shapes (B x N = 16k,
@@ -40,7 +40,7 @@ def measured(kernel: str, part: str, **want) -> list[tuple]:
 def decode() -> None:
     fig, axes = plt.subplots(2, 2, figsize=(11, 8), sharex=True)
     nks = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
-    for ax, (hkv, B) in zip(axes.ravel(), [(32, 1), (32, 64), (8, 1), (8, 64)]):
+    for ax, (hkv, B) in zip(axes.ravel(), [(32, 1), (32, 32), (8, 1), (8, 32)]):
         for kernel, color in KERNELS.items():
             t = [api.predict("h200", kernel, B=B, H=32, Hkv=hkv, Nq=1, Nk=nk, d=128, dtype="bf16").time_s
                  for nk in nks]
