@@ -57,6 +57,9 @@ class Calibration:
     # counts it, `perfmodel probe` times it): the unit of the DRAM rule's cross-wave ramp (model/memory.py); 0 where
     # unmeasured: the H100's share of L2
     l2_shared_bytes: float = 0.0
+    # bytes a second that fp32 reductions (red.global.add) add in L2 from every SM (`perfmodel probe` step 5c); 0
+    # where unmeasured: they are priced as plain stores at l2_bw_bps
+    l2_red_bps: float = 0.0
 
     @property
     def basis(self) -> str:

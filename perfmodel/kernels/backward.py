@@ -195,6 +195,7 @@ def main_counts(kernel, shape, tiles, facts, per_query_head_blocks: bool, red_fl
         l2_read_bytes=pairs * pair_read + blocks_q * 2 * Bc * d * b,
         # the atomics reach L2 as fp32 adds into dQ_accum; dK and dV leave once (per query head where expanded)
         l2_write_bytes=pairs * 4 * Br * d + (2 * kd if expanded_dkv else 2 * kd / g),
+        l2_red_bytes=pairs * 4 * Br * d,
         # Q, dO, LSE, D first touched once, re-read by every further K tile (the group's K/V head keeps them live);
         # K and V once for the group; dQ_accum, zeroed by the preprocess, fetched and written back once
         dram_read_once=2 * qd + stats + 2 * kd / g + 4 * Nq * d,

@@ -15,6 +15,8 @@ memory), never from the kernel timings the model is scored on:
 * l2_shared_bytes: the buffer size at which half the re-reads miss when every block re-reads it (timed:
   shared_room_timed; research/scripts/probe_l2_share.py counts the same with Nsight Compute);
 * smem, L2 and DRAM latencies: pointer chases; sync_cycles: back-to-back __syncthreads;
+* l2_red_bps: fp32 reductions (red.global.add, one or two floats a lane) from every SM into L2-resident regions
+  that 1 to 64 blocks share (atomics: the backward's dQ accumulation);
 * launch_overhead_s: CUDA-event time of an empty kernel.
 """
 
@@ -87,6 +89,7 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
     lanes = _lanes(torch, ext, sm, spec, clock, sink, raw, log)                 # 3
     memory = _bandwidths(torch, ext, sm, props, sink, raw, log)                 # 4, 4b and 4c
     latency = _latencies(torch, ext, sm, raw, log)                              # 5
+    red = atomics(torch, ext, sm, raw, log)                                     # 5c
     # 5b. tensor cores: mma.sync m16n8k16 (fp32 accumulate), dependent latency and the SM's sustained rate
     mma = _mma(torch, ext, sm, props.major >= 8, log)
     raw.update(mma)
@@ -101,6 +104,8 @@ def run(spec: GPUSpec, verbose: bool = False, log=print) -> dict:
                   sfu_lanes_per_clk=lanes["sfu_lanes"], launch_overhead_s=launch, overlap_p=dot["overlap_p"])
     if memory["l2_shared_bytes"]:        # else unmeasured: the calibration keeps its default (0: the L2 size)
         values["l2_shared_bytes"] = memory["l2_shared_bytes"]
+    # the reductions' rate: within 15% for one or two floats a lane and any sharing, so their median
+    values["l2_red_bps"] = float(np.median(list(red.values())))
     if mma:
         values["mma_cycles"] = mma["mma_cycles_per_sm_fp16"]
     path_cycles = dict(dot=float(dot["iter_cycles"]), reduction=dot["red_cycles"], exp=dot["exp_cycles"],
@@ -234,6 +239,26 @@ def _latencies(torch, ext, sm: int, raw: dict, log) -> dict:
                sync_cycles_256threads=sync)
     log(f"latency: shared {smem_lat:.0f}, L2 {l2_lat:.0f}, DRAM {dram_lat:.0f} cycles; sync {sync:.1f} cycles")
     return dict(l2=l2_lat, sync=sync)
+
+
+RED_SHARES = (1, 4, 16, 64)      # blocks that add to one region together (1: each its own)
+RED_REGION = 16384               # floats a region: 64 KB, a 128 x 128 fp32 dQ tile
+
+
+def atomics(torch, ext, sm: int, raw: dict, log) -> dict:
+    """5c. fp32 reductions into L2 (the backward's dQ accumulation), from 8 blocks of 256 threads a SM: bytes added
+    a second for one float a lane (atomicAdd) and two (red.global.add.v2), to regions each block has alone and to
+    regions 4, 16 and 64 blocks add to together; every region stays in L2."""
+    blocks, iters, out = 8 * sm, 512, {}
+    buf = torch.zeros(blocks * RED_REGION, device="cuda")
+    for vec in (1, 2):
+        for share in RED_SHARES:
+            t = _events(torch, lambda: ext.probe_red(buf, blocks, RED_REGION, share, iters, vec))
+            out[f"v{vec}_share{share}"] = blocks * 256 * iters * vec * 4 / t
+    del buf
+    raw["red_bytes_per_s"] = out
+    log("fp32 reductions into L2: " + ", ".join(f"{k} {v / 1e12:.2f} TB/s" for k, v in out.items()))
+    return out
 
 
 def _mma(torch, ext, sm: int, has_mma: bool, log) -> dict:

@@ -77,6 +77,7 @@ class Counts:
     gld_sectors: object = 0     # 32-B sectors the global loads ask of L1 (coalescing)
     l2_read_bytes: object = 0   # L1 -> L2 read traffic
     l2_write_bytes: object = 0  # stores reaching L2
+    l2_red_bytes: object = 0    # of those, the bytes fp32 reductions add in L2 (a backward's dQ atomics)
     dram_read_once: object = 0
     dram_read_reuse: object = 0
     dram_write_once: object = 0

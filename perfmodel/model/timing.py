@@ -36,8 +36,14 @@ class SMResource:
 @dataclass(frozen=True)
 class ChipResource:
     name: str
-    work: Callable[[Counts, object], object]             # bytes per launch, from counts and the DRAM traffic
-    rate: Callable[[Calibration], float]                 # bytes per second
+    work: Callable[[Counts, object, Calibration], object]    # bytes per launch, from counts and the DRAM traffic
+    rate: Callable[[Calibration], float]                     # bytes per second
+
+
+def _red_priced(cal: Calibration) -> bool:
+    """Whether fp32 reductions into L2 have a rate of their own (the probe's, `perfmodel probe` step 5c); where
+    unmeasured they are priced as plain stores on the L2 row."""
+    return cal.l2_red_bps > 0
 
 
 SM_RESOURCES = (
@@ -52,8 +58,12 @@ SM_RESOURCES = (
     SMResource("smem", lambda c: c.smem_wavefronts, lambda g, cal: 1 / cal.smem_wavefronts_per_clk, False),
 )
 CHIP_RESOURCES = (
-    ChipResource("l2", lambda c, mem: c.l2_bytes, lambda cal: cal.l2_bw_bps),
-    ChipResource("dram", lambda c, mem: mem.dram_bytes, lambda cal: cal.dram_bw_bps),
+    ChipResource("l2", lambda c, mem, cal: c.l2_bytes - (c.l2_red_bytes if _red_priced(cal) else 0),
+                 lambda cal: cal.l2_bw_bps),
+    # L2 applies a reduction's adds at a rate of its own, about a fifth of its read bandwidth on the H200
+    ChipResource("red", lambda c, mem, cal: c.l2_red_bytes if _red_priced(cal) else 0 * c.l2_red_bytes,
+                 lambda cal: cal.l2_red_bps or 1.0),
+    ChipResource("dram", lambda c, mem, cal: mem.dram_bytes, lambda cal: cal.dram_bw_bps),
 )
 RESOURCES = tuple(r.name for r in SM_RESOURCES) + ("latency",) + tuple(r.name for r in CHIP_RESOURCES)
 # What the blocks in service still hold when a block dispatched after the first round starts, over a renewal
@@ -489,7 +499,8 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     sm_cycles, busy = _sm_cycles(s, pa)
     # the chip-wide resources; the DRAM row leaves out the burst and the DRAM time already on the path
     burst = burst_bytes(c, s.grid, s.bpsm_safe, gpu.sm_count)
-    chip = {res.name: np.asarray(res.work(c, mem) / res.rate(cal), dtype=np.float32) for res in CHIP_RESOURCES}
+    chip = {res.name: np.asarray(res.work(c, mem, cal) / res.rate(cal), dtype=np.float32)
+            for res in CHIP_RESOURCES}
     chip["dram"] = np.maximum(chip["dram"] - burst / cal.dram_bw_bps - pa.dram_on_path / s.clock,
                               0).astype(np.float32)
     clock = s.clock

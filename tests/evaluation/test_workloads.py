@@ -43,7 +43,7 @@ BOUNDS = {
     ("fa2_tc", "cross-attention"): (8.5, 30), ("sdpa-flash", "cross-attention"): (12.5, 65),
     ("sdpa-cudnn", "cross-attention"): (22.5, 55),
     ("fa2_tc", "bwd"): (8, 25), ("sdpa-flash", "bwd"): (15, 42), ("sdpa-cudnn", "bwd"): (32, 60),
-    ("fa2_tc", "fwd_bwd"): (8, 12), ("sdpa-flash", "fwd_bwd"): (10, 17), ("sdpa-cudnn", "fwd_bwd"): (19, 33),
+    ("fa2_tc", "fwd_bwd"): (8, 25), ("sdpa-flash", "fwd_bwd"): (10, 17), ("sdpa-cudnn", "fwd_bwd"): (19, 33),
 }
 
 

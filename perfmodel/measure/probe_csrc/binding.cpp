@@ -13,6 +13,7 @@ void probe_reuse(float*, size_t, int, int, const float*, size_t, float*, int, cu
 void probe_chase(const unsigned*, int, int, int, long long*, unsigned*, cudaStream_t);
 void probe_sync(long long*, int, int, int, cudaStream_t);
 void probe_empty(cudaStream_t);
+void probe_red(float*, int, int, int, int, int, cudaStream_t);
 void probe_mma(long long*, float*, int, int, int, int, int, cudaStream_t);
 void probe_mix(long long*, float*, int, int, int, int, int, int, int, int, cudaStream_t);
 void probe_fill(long long*, float*, const void*, int, int, int, int, int, cudaStream_t);
@@ -59,6 +60,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, mod) {
         probe_sync((long long*)cycles.data_ptr<int64_t>(), blocks, threads, iters, stream());
     });
     mod.def("probe_empty", []() { probe_empty(stream()); });
+    // buf: (blocks / share) regions of ``region`` floats; vec 1 or 2 floats a lane a step
+    mod.def("probe_red", [](torch::Tensor buf, int blocks, int region, int share, int iters, int vec) {
+        TORCH_CHECK(share >= 1 && region % (256 * vec) == 0 && (vec == 1 || vec == 2), "probe_red: share, region, vec");
+        TORCH_CHECK(buf.numel() >= (int64_t)((blocks + share - 1) / share) * region, "probe_red: buffer size");
+        probe_red(buf.data_ptr<float>(), blocks, region, share, iters, vec, stream());
+    });
     mod.def("probe_mma", [](torch::Tensor cycles, torch::Tensor sink, int blocks, int warps, int iters, int dtype,
                             int chains) {
         probe_mma((long long*)cycles.data_ptr<int64_t>(), sink.data_ptr<float>(), blocks, warps, iters, dtype, chains,

@@ -152,6 +152,28 @@ __global__ void probe_sync_kernel(long long* cycles, int iters) {
     if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
 }
 
+// fp32 reductions into L2 (the backward's dQ accumulation): every thread of 256-thread blocks adds 1.0 to VEC
+// consecutive floats per step (red.global.add, v2 on sm_90: FlashAttention-2's atomicAdd and fa2_tc's
+// red.global.add.v2), a warp a 128- or 256-byte line. Blocks come in groups of ``share`` that sweep one region of
+// ``region`` floats together, each step the next 256 VEC floats of it (share 1: every block its own region;
+// more: blocks adding to the same lines at about the same time, as a head's K-tile blocks add to one dQ tile).
+template <int VEC>
+__global__ void probe_red_kernel(float* buf, int region, int share, int iters) {
+    float* base = buf + (size_t)(blockIdx.x / share) * region;
+    int off = threadIdx.x * VEC;
+    for (int it = 0; it < iters; ++it) {
+        float* p = base + off;
+#if __CUDA_ARCH__ >= 900
+        if (VEC == 2) asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(1.f), "f"(1.f) : "memory");
+        else asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p), "f"(1.f) : "memory");
+#else
+        for (int v = 0; v < VEC; ++v) asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p + v), "f"(1.f) : "memory");
+#endif
+        off += 256 * VEC;
+        if (off >= region) off -= region;
+    }
+}
+
 __global__ void probe_empty_kernel() {}
 
 void probe_dot(long long* cycles, float* sink, int blocks, int warps, int stride, int n, int iters, int mode,
@@ -207,6 +229,12 @@ void probe_sync(long long* cycles, int blocks, int threads, int iters, cudaStrea
 void probe_empty(cudaStream_t s) {
     probe_empty_kernel<<<1, 32, 0, s>>>();
     check_cuda(cudaGetLastError(), "probe_empty: launch");
+}
+
+void probe_red(float* buf, int blocks, int region, int share, int iters, int vec, cudaStream_t s) {
+    if (vec == 2) probe_red_kernel<2><<<blocks, 256, 0, s>>>(buf, region, share, iters);
+    else probe_red_kernel<1><<<blocks, 256, 0, s>>>(buf, region, share, iters);
+    check_cuda(cudaGetLastError(), "probe_red: launch");
 }
 
 void probe_mma(long long* cycles, float* sink, int blocks, int warps, int iters, int dtype, int chains,
