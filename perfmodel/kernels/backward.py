@@ -43,6 +43,17 @@ BWD_GRIDS = {
     (128, 64, 128, 8): (2, 4, 2), (128, 64, 64, 8): (4, 2, 2), (128, 128, 64, 8): (4, 2, 4),
     (256, 64, 64, 8): (4, 2, 2),
 }
+# instructions of fa2_tc's backward instances beyond the counted classes (integer, address, loop and predicate
+# work), per warp: (a (Q tile, K tile) pair, a block, a masked pair), read off Nsight Compute's executed counts of
+# every instance at two lengths without a mask and one with (research/data/h200/ncu/ncu_bwd_fa2_tc_code.csv,
+# research/scripts/ncu_bwd.sh; research/tests/test_bwd_ncu.py holds the solve)
+BWD_CODE = {
+    (32, 128, 128, 8): (369.0, 335.0, 7.5),
+    (64, 128, 128, 8): (440.0, 458.0, 9.5), (64, 64, 128, 8): (264.5, 402.0, 18.67),
+    (64, 128, 64, 8): (337.0, 334.0, 6.0), (64, 64, 64, 4): (379.0, 435.0, 7.5),
+    (128, 64, 128, 8): (371.0, 691.5, 20.67), (128, 64, 64, 8): (336.5, 411.0, 5.5),
+    (128, 128, 64, 8): (366.0, 459.0, 6.0), (256, 64, 64, 8): (386.0, 651.0, 4.0),
+}
 # FlashAttention-2's backward on sm_90 (>= 144 KB of shared memory a block; flash_bwd_launch_template.h
 # run_mha_bwd_hdim*), by rounded head dim: (Br = kBlockM, Bc = kBlockN, warps, (AtomLayoutMSdP, NdKV, MdQ))
 FA2_BWD_TILES = {32: (128, 128, 8, (4, 4, 4)), 64: (128, 128, 8, (4, 4, 4)), 96: (64, 128, 8, (2, 4, 4)),
@@ -154,9 +165,17 @@ def main_counts(kernel, shape, tiles, facts, per_query_head_blocks: bool, red_fl
     sts = 2 * scores // 64                       # P and dS, a 16-bit pair a lane: 128-byte warp stores, conflict-free
     red = Br * d // (32 * red_floats)            # dQ's atomics, warp instructions
     q_copies = 2 * Br * d * b // 512             # Q and dO tiles, 16-byte cp.async warp copies
-    stat_copies = 2 * Br // 32                   # LSE and D rows, 4-byte copies
+    stat_copies = 2 * Br // 32                   # LSE and D rows, 4-byte cp.async warp copies
     ksteps = 2 * (d // 16) + 2 * (Br // 16) + Bc // 16
-    other = W * (o["tile"] + o["kstep"] * ksteps) + stat_copies
+    other = W * (o["tile"] + o["kstep"] * ksteps)
+    # fa2_tc's compiled instances: their own code's counts (BWD_CODE); elsewhere the overheads' estimate
+    code = [np.zeros(np.shape(other))] * 3
+    if kernel.name == "fa2_tc":
+        from perfmodel.kernels.fa2_tc import by_instance
+
+        code = [np.broadcast_to(x, np.broadcast_shapes(np.shape(other), np.shape(x))).astype(float)
+                for x in by_instance(BWD_CODE, shape, tiles, (0.0, 0.0, 0.0))]
+    read = code[0] > 0
     # per block: K and V in (cp.async), dK and dV out (staged through shared memory: 4-byte stores, 16-byte loads,
     # 16-byte global stores)
     kv_copies = 2 * Bc * d * b // 512
@@ -183,8 +202,8 @@ def main_counts(kernel, shape, tiles, facts, per_query_head_blocks: bool, red_fl
         warp_sts=pairs * sts + blocks_q * out_sts,
         warp_lds=blocks_q * kv_copies,
         warp_stg=pairs * red + blocks_q * kv_copies,
-        warp_ldgsts=pairs * q_copies + blocks_q * kv_copies,
-        warp_other=pairs * other,
+        warp_ldgsts=pairs * (q_copies + stat_copies) + blocks_q * kv_copies,
+        warp_other=np.where(read, W * (pairs * code[0] + blocks_q * code[1] + masked * code[2]), pairs * other),
         smem_ld_wavefronts=pairs * smem_ld + blocks_q * 4 * kv_copies,
         smem_ld_bytes=pairs * smem_ld * 128 + blocks_q * 512 * kv_copies,
         # (the atomics pass L1TEX's 128-byte data path, which shared memory's wavefronts use: 4 red_floats bytes a lane)
