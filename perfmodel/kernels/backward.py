@@ -17,11 +17,14 @@ written, once.
   sm_90 tiles by head dim (FA2_BWD_TILES); Q tiles walked from the last down; dQ by scalar atomicAdd (one fp32 a
   lane); three barriers a pair (after the wait, after dS's store, before dQ); grouped heads write dK/dV per query
   head (an expanded buffer) and at::sum reduces them (two more kernels).
-* ``sdpa-cudnn``: closed source. Assumed (nothing read off its backward): FlashAttention-3's Hopper backward
-  (hopper/flash_bwd_launch_template.h, sm_90: 128 x 128 tiles at d <= 64, 64 x 128 at d = 128, two MMA
-  warpgroups) with warpgroup MMAs from shared memory, the forward preset's producer warpgroup feeding tiles by TMA
-  (no load on the consumers' path), dQ accumulated in fp32 by reductions in L2 and converted by a last kernel; a
-  memset of the accumulator queued before it, as cuDNN's forward queues one.
+* ``sdpa-cudnn``: closed source; its launch record and counters (research/data/h200/sdpa_workload_calls.json,
+  research/data/h200/ncu/ncu_cudnn_bwd_d*.csv) show a memset, a preprocess (compute_dot_do_o), one main kernel
+  (..._flash_bprop_wgmma_f16_knob_26_64x64x{d}_1x4x1: a producer and two consumer warpgroups, 64 query rows by
+  128 keys, a persistent grid) and a convert (convert_dq_to_16bits), and with grouped heads two reductions of dK
+  and dV (fmha_reduce_head). Its dQ reductions reach L2 as 64-byte bulk requests from no LSU instruction (TMA
+  reductions, off the consumers' path), exactly the bytes the loop nest adds. Assumed: warpgroup MMAs from shared
+  memory (a quarter of mma.sync's operand traffic), the producer feeding tiles by TMA (no load on the consumers'
+  path), FlashAttention-2's loop order.
 """
 
 from __future__ import annotations
@@ -59,9 +62,11 @@ BWD_CODE = {
 FA2_BWD_TILES = {32: (128, 128, 8, (4, 4, 4)), 64: (128, 128, 8, (4, 4, 4)), 96: (64, 128, 8, (2, 4, 4)),
                  128: (64, 128, 8, (2, 4, 2)), 160: (64, 64, 8, (4, 2, 2)), 192: (64, 64, 8, (4, 2, 2)),
                  224: (64, 64, 8, (4, 2, 2)), 256: (64, 64, 8, (4, 2, 2))}
-# cuDNN's backward, assumed FlashAttention-3's sm_90 tiles (hopper/flash_bwd_launch_template.h): (Br, Bc, consumer
-# warps) by head dim; 64 x 128 at d = 128 is FA3's causal tile (its non-causal 80 x 128 is taken alike)
-CUDNN_BWD_TILES = {64: (128, 128, 8), 96: (64, 128, 8), 128: (64, 128, 8), 192: (64, 96, 8), 256: (64, 80, 8)}
+# cuDNN's backward, read off its launch (cuDNN 9.19 on the H200, research/data/h200/sdpa_workload_calls.json):
+# one kernel, ..._sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x{d}_1x4x1..., 384 threads (a producer warpgroup and
+# two consumer warpgroups), 168 registers, a persistent grid; 2 blocks of a head at N = 256, so 128 keys a block
+# (64 a consumer warpgroup) and 64 query rows a step, at every head dim from 32 to 256: (Br, Bc, consumer warps)
+CUDNN_BWD_TILES = {256: (64, 128, 8)}
 
 # per-pair barriers: fa2_tc's two (after the Q/dO wait, after P and dS's stores); FlashAttention-2's three (and
 # one more before the dQ GEMM)
@@ -240,10 +245,11 @@ def main_counts(kernel, shape, tiles, facts, per_query_head_blocks: bool, red_fl
     return c
 
 
-def _stream_companion(key, rows, d, read_b, write_b, grid_threads, inst_per_thread, fp32_per_thread, regs=32,
-                      before=False):
-    """A memory-streaming kernel of ``rows`` rows of d (the preprocess, the convert, a reduction): 256-thread
-    blocks, one 16-byte chunk (8 elements) a thread; its bytes, instructions and one global round trip a block."""
+def stream_companion(key, read_b, write_b, grid_threads, inst_per_thread, fp32_per_thread, regs=32, before=False,
+                     round_trips=1):
+    """A memory-streaming kernel (the preprocess, the convert, a reduction): ``grid_threads`` threads in 256-thread
+    blocks, each issuing ``inst_per_thread`` (loads, stores) and ``fp32_per_thread`` FP32 instructions; its bytes,
+    and ``round_trips`` dependent global round trips a block."""
     threads = np.asarray(grid_threads, dtype=float)
     grid = np.maximum(np.ceil(threads / 256), 1)
     warps = np.ceil(threads / 32)
@@ -251,7 +257,7 @@ def _stream_companion(key, rows, d, read_b, write_b, grid_threads, inst_per_thre
                warp_ldg=warps * inst_per_thread[0], warp_stg=warps * inst_per_thread[1],
                warp_fp32=warps * fp32_per_thread, warp_other=warps * 8,
                l2_read_bytes=read_b, l2_write_bytes=write_b, dram_read_once=read_b, dram_write_once=write_b,
-               gld_sectors=read_b / 32, path_gmem=1 + 0 * grid, path_fp32=fp32_per_thread + 0 * grid)
+               gld_sectors=read_b / 32, path_gmem=round_trips + 0 * grid, path_fp32=fp32_per_thread + 0 * grid)
     launch = Launch(grid_blocks=grid.astype(np.int64), threads=np.full(np.shape(grid), 256),
                     smem_bytes=np.zeros(np.shape(grid)), regs=np.full(np.shape(grid), regs))
     return Companion(counts=c, launch=launch, key=key, before=before)
@@ -261,9 +267,9 @@ def _pre_and_convert(kernel, shape, rows, d, b):
     """The preprocess (reads O and dO, writes D and zeroes dQ_accum: FA2's flash_bwd_dot_do_o_kernel, fa2_tc's
     fa2_tc_bwd_pre) and the convert (reads dQ_accum, writes dQ: convert_dQ, fa2_tc_bwd_convert)."""
     chunks = rows * d / 8
-    pre = _stream_companion(f"{kernel.name}:bwd_pre", rows, d, 2 * rows * d * b, 4 * rows * d + 4 * rows, chunks,
+    pre = stream_companion(f"{kernel.name}:bwd_pre", 2 * rows * d * b, 4 * rows * d + 4 * rows, chunks,
                             (2, 2), 8 + np.log2(np.maximum(d / 8, 1)), before=True)
-    conv = _stream_companion(f"{kernel.name}:bwd_convert", rows, d, 4 * rows * d, rows * d * b, chunks, (2, 1), 8)
+    conv = stream_companion(f"{kernel.name}:bwd_convert", 4 * rows * d, rows * d * b, chunks, (2, 1), 8)
     return pre, conv
 
 
@@ -273,17 +279,26 @@ def head_counts(kernel, shape, tiles, facts):
 
 
 def companions(kernel, shape, tiles, facts):
-    """The preprocess and the convert queued around the main launch (and FA2's grouped-head reduction of dK, dV)."""
+    """The preprocess and the convert queued around the main launch; and what each library's launch record
+    (research/data/h200/sdpa_workload_calls.json) shows beside them: SDPA flash's two copies of a (B, H, Nq, d)
+    tensor before it (at::_flash_attention_backward makes its gradient and output contiguous: PyTorch hands both
+    over in the (B, Nq, H, d) layout FlashAttention reads), and with grouped heads both libraries' reduction of
+    dK and dV over each group (flash: at::sum, two reduce kernels; cuDNN: two fmha_reduce_head kernels)."""
     rows = np.asarray(shape.heads, float) * arr(shape.Nq)
     d, b = arr(shape.d), shape.element_bytes
     pre, conv = _pre_and_convert(kernel, shape, rows, d, b)
     out = [pre, conv]
-    if kernel.name == "sdpa-flash" and np.any(np.asarray(shape.group) > 1):
-        # flash_api.cpp mha_bwd: with grouped heads dK and dV come out per query head and at::sum reduces each over
-        # the group (two reduction kernels): reads B Nk H d twice, writes B Nk Hkv d twice
+    if kernel.name == "sdpa-flash":
+        tensor = rows * d * b
+        copy = stream_companion(f"{kernel.name}:bwd_contiguous", 2 * tensor, 2 * tensor, 2 * rows * d / 8,
+                                 (1, 1), 0, before=True)
+        out.append(dataclasses.replace(copy, counts=dataclasses.replace(copy.counts, queued_ops=2 + 0 * rows)))
+    if kernel.name in ("sdpa-flash", "sdpa-cudnn") and np.any(np.asarray(shape.group) > 1):
+        # dK and dV come out per query head, and each is summed over its group: reads B Nk H d twice, writes
+        # B Nk Hkv d twice
         grouped = np.asarray(shape.group) > 1
         kv = np.asarray(shape.B, float) * arr(shape.Nk) * d * b
-        red = _stream_companion(f"{kernel.name}:bwd_gqa_sum", rows, d,
+        red = stream_companion(f"{kernel.name}:bwd_gqa_sum",
                                 np.where(grouped, 2 * kv * arr(shape.H), 0), np.where(grouped, 2 * kv * arr(shape.Hkv), 0),
                                 np.where(grouped, 2 * np.asarray(shape.B, float) * arr(shape.Nk) * arr(shape.H) * d / 8, 0),
                                 (1, 1), 4)
@@ -298,7 +313,7 @@ def counts(kernel, shape, tiles, facts):
         head = main_counts(kernel, shape, tiles, facts, per_query_head_blocks=True, red_floats=1,
                            expanded_dkv=True)
     elif kernel.name == "sdpa-cudnn":
-        head = main_counts(kernel, shape, tiles, facts, per_query_head_blocks=True, red_floats=4, expanded_dkv=False,
+        head = main_counts(kernel, shape, tiles, facts, per_query_head_blocks=True, red_floats=4, expanded_dkv=True,
                            wgmma=True)
         head = dataclasses.replace(head, queued_ops=1 + 0 * head.path_gmem)       # the accumulator's memset
     else:
