@@ -15,8 +15,10 @@
   and 128, causal or not, 168 registers, 134144 / 232448 bytes of shared memory (one block per SM), a persistent
   grid of min(tiles, SMs) blocks. Each consumer warpgroup's KV step is one chain: Q K^T as 8 HGMMA.64x128x16 from
   shared memory, a wait (WARPGROUP.DEPBAR), the row max (FMNMX, SHFL), the exponentials (MUFU.EX2), P V as 8 HGMMA
-  with P from registers, a wait. Named barriers 4 and 5 let one warpgroup at a time run its exponentials. Other
-  head dimensions were not observed: they keep FA3's tiles (hopper/tile_size.h, d=256: 128x80).
+  with P from registers, a wait. Named barriers 4 and 5 let one warpgroup at a time run its exponentials. On the
+  H200 (cuDNN 9.19, research/data/h200/sdpa_workload_calls.json) the same kernel runs every head dim from 32 to
+  256 at the next of 64, 128 and 256; one query runs a decode kernel of its own, and a bottom-right causal mask
+  (Nq != Nk) a materialised bias (SDPACudnn below).
 
 ``--Br/--Bc/--warps`` override a preset's tiles where FlashAttention's loop nest can hold them; the split count
 is always the library's, and a split-KV launch runs its kernel's own tiles (a prediction's note says so).
@@ -414,7 +416,7 @@ class SDPACudnn(_SDPA):
     # the launch's 168 registers and shared memory (per head dimension, at its 128 x 128 tiles): one block per SM
     arch = {"sm_90": ArchFacts(regs=168, source="the launch (research/data/h100/sdpa_kernels.json)",
                                overheads={"tile": 60, "kstep": 2, "mask_elem": 1})}
-    LAUNCH_SMEM = {64: 134144, 128: 232448}
+    LAUNCH_SMEM = {64: 134144, 128: 232448, 256: 232448}
 
     def head_counts(self, shape, tiles, facts):
         """FA2's counts with the MMAs as warpgroup MMAs (same FLOPs). A warpgroup MMA reads its shared-memory
@@ -422,34 +424,118 @@ class SDPACudnn(_SDPA):
         in place of FA2's dependent mma.sync steps (KQ + KP a KV tile, each an MMA's latency), two waits a KV tile:
         Q K^T's group of wgmmas, then P V's, each waited on whole (the wgmma chain probe: a group's MMAs pipeline,
         and its wait adds ~50 cycles beyond their pipe time, which the serial group holds)."""
-        c = super().head_counts(shape, tiles, facts)
+        plain = c = super().head_counts(shape, tiles, facts)
         d, Bc = arr(shape.d), arr(tiles.Bc)
         groups = 2 * c.path_mma / (d // 16 + Bc // 16)          # path_mma = exposed tiles x (KQ + KP)
         ld = c.warp_ldsm / 4
         # the producer warpgroup copies K and V stages ahead of the consumers (TMA): no tile load on their path
         # every call runs a memset (0.77 us in the profiler) before its kernel (examples/measurements/h100/
         # sdpa_calls.json): a second GPU operation queued in the call
-        return dataclasses.replace(c, queued_ops=1, warp_wgmma=c.warp_mma, warp_mma=0 * c.warp_mma, warp_ldsm=0 * ld,
+        wg = dataclasses.replace(c, queued_ops=1, warp_wgmma=c.warp_mma, warp_mma=0 * c.warp_mma, warp_ldsm=0 * ld,
                                    path_mma=0 * c.path_mma, path_wgmma=groups,
                                    smem_ld_wavefronts=4 * ld, smem_ld_bytes=512 * ld,
                                    path_load=0 * c.path_load, path_load_miss=0 * c.path_load_miss,
                                    load_steps=0 * c.path_load_miss)
+        return plain.where(self.decoding(tiles), wg)      # the one-query kernel: FA2's loop nest as it is
 
-    # Decode (assumed: cuDNN's closed source leaves it open). Its measured H200 decode steps stream the KV cache
-    # at the DRAM's rate with one K/V head and one query, which one block a K/V head cannot: it folds a decode
-    # step's grouped query heads into query rows as FlashAttention-2 does (fold_groups) and, for one query, splits
-    # the key range when the grid is small (two or more queries measure as the prefill kernel predicts), taken here as FlashAttention-2's num_splits_heuristic over its persistent grid (one
-    # block an SM) at its own tiles, the partials merged by a combine kernel of one warp a row (fa2_tc.combine's
-    # model). Nothing here is fitted to its timings.
+    # Decode, one query: another kernel, read off its launch (cuDNN 9.19 on the H200, research/data/h200/
+    # sdpa_workload_calls.json): ..._sdpa_sm80_flash_fprop_wmma_f16_knob_35_16x128x{d}_1x4x1..., 128 threads, 183
+    # registers, 86336 bytes of shared memory at d = 128 and 45376 at 64 (two blocks an SM). The query heads of a
+    # K/V head are the rows of its 16-row tile (grid y: Hkv ceil(G / 16)), its four warps split each 128-key tile
+    # (mma.sync, 32 keys a warp), grid x splits the key range: min(key tiles, 64, 256 // (B Hkv ceil(G / 16)))
+    # in every launch recorded (B 1 and 8; Hkv 32, 8, 1; 1k-128k keys); where it splits, a lean_reduction kernel
+    # merges the splits (priced as fa2_tc.combine). Its warps share nothing but the tile's copy and a last merge of
+    # their four partial rows in shared memory, so the model runs each warp as a block of its own (one warp, 16 rows,
+    # 32 keys a step, a quarter of the shared memory: four times the splits) and the combine over the launch's own
+    # splits. Two or more queries run the prefill kernel unfolded, as recorded.
+    DECODE_ROWS, DECODE_KEYS, DECODE_WARPS = 16, 128, 4
+
+    def decoding(self, tiles):
+        return (arr(tiles.warps) == 1) & (arr(tiles.Br) == self.DECODE_ROWS)
+
     def run_shape(self, shape):
         return fold_groups(shape)
 
     def resolve(self, gpu, shape, tiles):
-        run = self.run_shape(shape)
-        s = num_splits(arr(run.B) * arr(run.H) * cdiv(run.Nq, tiles.Br), gpu.sm_count, cdiv(run.Nk, tiles.Bc))
-        return SDPATiles(Br=tiles.Br, Bc=tiles.Bc, warps=tiles.warps, splits=np.where(arr(shape.Nq) == 1, s, 1))
+        if shape.mode != "fwd":
+            return tiles
+        run, one = self.run_shape(shape), arr(shape.Nq) == 1
+        base = arr(run.B) * arr(run.H) * cdiv(run.Nq, self.DECODE_ROWS)
+        s = np.clip(np.minimum(256 // np.maximum(base, 1), cdiv(run.Nk, self.DECODE_KEYS)), 1, 64)
+        W = self.DECODE_WARPS
+        return SDPATiles(Br=np.where(one, self.DECODE_ROWS, tiles.Br),
+                         Bc=np.where(one, self.DECODE_KEYS // W, tiles.Bc), warps=np.where(one, 1, tiles.warps),
+                         splits=np.where(one, W * s, 1))
 
-    companions = FA2TC.companions       # a split launch's combine: fa2_tc.combine's model
+    def resolution_note(self, given, tiles):
+        """What a one-query problem runs instead of the asked tiles."""
+        splits = np.asarray(tiles.splits) // self.DECODE_WARPS
+        if not np.any(self.decoding(tiles)):
+            return ""
+        return ("one query: cuDNN's decode kernel (16 rows of folded query heads x 128 keys, four warps along the "
+                "keys)" + (f", {splits.item()} splits" if splits.size == 1 else ", its own split count"))
+
+    def companions(self, shape, tiles, facts):
+        """A split launch's lean_reduction kernel (its launch: one 256-thread block a (b, query head), 32
+        registers): it reads each split's fp32 log-sum-exp, then every split's fp32 partial row at once (two
+        dependent round trips: its threads hold all the splits' loads in flight), and writes the row."""
+        if shape.mode != "fwd":
+            return super().companions(shape, tiles, facts)
+        s = arr(tiles.splits) // self.DECODE_WARPS
+        on = self.decoding(tiles) & (s > 1)
+        if not np.any(on):
+            return ()
+        rows = np.asarray(shape.heads, float) * arr(shape.Nq)
+        d = arr(shape.d)
+        per_thread = s * (d + 1) / 256
+        comb = backward.stream_companion(f"{self.name}:combine", np.where(on, rows * s * (d + 1) * 4, 0),
+                                         np.where(on, rows * d * shape.element_bytes, 0),
+                                         np.where(on, rows * 256, 0), (per_thread, d / 256), 3 * per_thread,
+                                         round_trips=2)
+        c = dataclasses.replace(comb.counts, queued_ops=0 * comb.counts.queued_ops, launches=np.where(on, 1, 0),
+                                path_gmem=np.where(on, 2, 0))
+        return (dataclasses.replace(comb, counts=c),)
+
+    # Causal with Nq != Nk (bottom-right, torch.nn.attention.bias.causal_lower_right): PyTorch hands cuDNN the
+    # mask materialised (CausalBias._dispatch materialises it for every backend but flash and efficient), as the
+    # launch record shows: five small kernels build an (Nq, Nk) additive bf16 bias (fill, triu, two fills, where),
+    # and the attention kernel walks every tile, none skipped, adding the bias tile it reads (from L2; one copy for
+    # every head, read from DRAM once).
+    MASK_OPS = 5
+
+    # Head dims: each kernel's name carries the head dim it computes at, 64, 128 or 256 (the H200's record: d 32 runs
+    # ..._64x128x64, d 80 and 96 ..._64x128x128, d 256 ..._64x128x256; the backward and the decode kernel alike).
+    # Its MMAs and their operands run at that head dim; what it reads and writes in global memory is the tensors'.
+    KERNEL_HEAD_DIMS = (64, 128, 256)
+    MEMORY = ("gld_sectors", "l2_read_bytes", "l2_write_bytes", "l2_red_bytes", "dram_read_once", "dram_read_reuse",
+              "dram_write_once", "dram_write_reuse", "reuse_live_bytes", "burst_own_bytes", "burst_kv_bytes")
+
+    def kernel_head_dim(self, d):
+        return np.select([arr(d) <= h for h in self.KERNEL_HEAD_DIMS], self.KERNEL_HEAD_DIMS, 256)
+
+    def counts(self, shape, tiles, facts):
+        c = self._masked_counts(shape, tiles, facts)
+        dk = self.kernel_head_dim(shape.d)
+        if np.all(dk == arr(shape.d)):
+            return c
+        padded = self._masked_counts(dataclasses.replace(shape, d=dk), tiles, facts)
+        return dataclasses.replace(padded, **{f: getattr(c, f) for f in self.MEMORY})
+
+    def _masked_counts(self, shape, tiles, facts):
+        c = super().counts(shape, tiles, facts)
+        if shape.mode != "fwd" or not shape.causal:
+            return c
+        masked = (arr(shape.Nq) != arr(shape.Nk)) & (arr(shape.Nq) > 1)
+        if not np.any(masked):
+            return c
+        full = super().counts(dataclasses.replace(shape, causal=False), tiles, facts)
+        Nq, Nk, Br, Bc = (arr(x) for x in (shape.Nq, shape.Nk, tiles.Br, tiles.Bc))
+        tiles_all = np.asarray(shape.heads, float) * cdiv(Nq, Br) * cdiv(Nk, Bc)
+        bias = dataclasses.replace(
+            full, l2_read_bytes=full.l2_read_bytes + tiles_all * Br * Bc * 2,
+            dram_read_once=full.dram_read_once + Nq * Nk * 2, warp_fp32=full.warp_fp32 + tiles_all * Br * Bc / 32,
+            queued_ops=full.queued_ops + self.MASK_OPS)
+        return bias.where(masked, c)
 
     def constraints(self, gpu, shape, tiles):
         """FA2's tensor-core limits, and Hopper: the preset is cuDNN's sm_90 kernel (warpgroup MMAs fed by TMA), which
@@ -463,16 +549,19 @@ class SDPACudnn(_SDPA):
         one K and V tile."""
         if shape.mode != "fwd":          # (assumed: at d = 256 it holds one Q/dO stage less, to fit a block)
             return np.minimum(super().smem_bytes(shape, tiles), 232448)
-        d, Br, Bc = arr(shape.d), arr(tiles.Br), arr(tiles.Bc)
+        d, Br, Bc = self.kernel_head_dim(shape.d), arr(tiles.Br), arr(tiles.Bc)
+        # the decode kernel's, a quarter a warp: 45376 bytes at d = 64, 86336 at 128, and on that line elsewhere
+        decode = (640 * d + 4416) / self.DECODE_WARPS
         seen = np.zeros(np.shape(d), np.int64)
         for hd, b in self.LAUNCH_SMEM.items():
             seen = np.where(d == hd, b, seen)
-        return np.where((seen > 0) & (Br == 128) & (Bc == 128), seen, super().smem_bytes(shape, tiles))
+        return np.where(self.decoding(tiles), decode,
+                        np.where((seen > 0) & (Br == 128) & (Bc == 128), seen, super().smem_bytes(shape, tiles)))
 
     def preset(self, gpu, d, causal):
-        """(Br, Bc, consumer warps): the launch's 128 x 128 tiles at d <= 128, its two consumer warpgroups (the
-        producer warpgroup computes nothing); FA3's tiles beyond."""
-        return (128, 128, 8) if d <= 128 else (128, 80, 8)
+        """(Br, Bc, consumer warps): the launch's 128 x 128 tiles, its two consumer warpgroups (the producer
+        warpgroup computes nothing), at every head dim recorded (32-256)."""
+        return 128, 128, 8
 
 
 KERNELS = (register(SDPAFlash()), register(SDPACudnn()))

@@ -159,6 +159,12 @@ class Counts:
         return Counts(**{f.name: getattr(self, f.name) * (1 if f.name in self.RATIOS else factor)
                          for f in dataclasses.fields(self)})
 
+    def where(self, mask, other: "Counts") -> "Counts":
+        """Per configuration, this one's fields where ``mask`` holds and ``other``'s elsewhere (a preset that runs
+        one of two kernels by problem)."""
+        return Counts(**{f.name: np.where(mask, getattr(self, f.name), getattr(other, f.name))
+                         for f in dataclasses.fields(self)})
+
     def block_work(self, k):
         """The work of a head's k-th dispatched block over the mean block's (block_work_at on these fields)."""
         return block_work_at(self.block_spread, self.head_blocks, self.block_step, k)
