@@ -40,7 +40,7 @@ def test_the_wheel_ships_the_package_and_no_research():
     # the CUDA is what the JIT builds compile, no more: the kernels' sources and the probe's, with their headers
     kernels = {f"perfmodel/kernels/csrc/{n}" for n in build.SOURCES + build.HEADERS}
     probe = {f"perfmodel/measure/probe_csrc/{n}" for n in build.PROBE_SOURCES + build.PROBE_HEADERS + ["probe_share.cu"]}
-    assert {f for f in files if f.endswith((".cu", ".cuh", ".cpp"))} == kernels | probe
+    assert {f for f in files if f.endswith((".cu", ".cuh", ".cpp", ".h"))} == kernels | probe
     assert {"perfmodel/gpus/h100-sxm.yaml", "perfmodel/gpus/arch/sm_90.yaml", "perfmodel/gpus/calibration/h200.yaml",
             "perfmodel/evaluation/measured_accuracy.json"} <= set(files)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from perfmodel.errors import InputError
 
 SOURCES = ["binding.cpp", "fa1.cu", "fa2.cu", "fa2_tc.cu", "fa2_tc_bwd.cu"]     # the kernels' module, in csrc_dir()
-HEADERS = ["fa2_tc_ptx.cuh", "sm_timer.cuh"]     # included by the sources: part of the build's hash
+HEADERS = ["binding_check.h", "fa2_tc_ptx.cuh", "sm_timer.cuh"]     # included by the sources: part of the build's hash
 PROBE_SOURCES = ["binding.cpp", "probe.cu"]     # `perfmodel probe`'s microbenchmarks, in probe_csrc_dir()
 PROBE_HEADERS = ["probe_mma.cuh"]               # and the kernels' sm_timer.cuh (csrc_dir() is on its include path)
 CUDA_FLAGS = ["-O3", "-lineinfo"]

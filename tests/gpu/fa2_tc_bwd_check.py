@@ -66,16 +66,19 @@ def build(full: bool = False, verbose: bool = False):
     if not m:
         raise RuntimeError("binding.cpp has no fa2_tc_bwd block")
     src = ("#include <torch/extension.h>\n#include <ATen/cuda/CUDAContext.h>\n#include <c10/cuda/CUDAGuard.h>\n"
-           "#include <cuda_runtime.h>\n#include <array>\n#include <vector>\n\n" + m.group(0) +
+           "#include <cuda_runtime.h>\n#include <array>\n#include <vector>\n\n#include \"binding_check.h\"\n\n"
+           + m.group(0) +
            "\n\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, mod) { fa2_tc_bwd_defs(mod); }\n")
     cu = CSRC / "fa2_tc_bwd.cu"
-    h = hashlib.sha256((src + cu.read_text() + torch.__version__ + f"{major}.{minor}").encode()).hexdigest()[:12]
+    check = (CSRC / "binding_check.h").read_text()
+    h = hashlib.sha256((src + check + cu.read_text() + torch.__version__ + f"{major}.{minor}").encode()).hexdigest()[:12]
     bdir = Path(os.environ.get("PERFMODEL_BUILD_DIR", Path.home() / ".cache" / "perfmodel")) / f"fa2_tc_bwd_{h}"
     bdir.mkdir(parents=True, exist_ok=True)
     (bdir / "fa2_tc_bwd_binding.cpp").write_text(src)
     t0 = time.time()
     ext = cpp_extension.load(name=f"fa2_tc_bwd_{h}", sources=[str(bdir / "fa2_tc_bwd_binding.cpp"), str(cu)],
                              extra_cuda_cflags=["-O3", "-lineinfo", "-std=c++17"], build_directory=str(bdir),
+                             extra_include_paths=[str(CSRC)],
                              verbose=verbose)
     print(f"built in {time.time() - t0:.1f} s ({bdir})", flush=True)
     return ext

@@ -7,6 +7,8 @@
 #include <array>
 #include <vector>
 
+#include "binding_check.h"
+
 void fa1_launch(const float*, const float*, const float*, float*, float*, float*, int, int, int, int, int, int,
                 cudaStream_t);
 cudaFuncAttributes fa1_attributes();
@@ -38,35 +40,41 @@ void fa2_tc_backward(torch::Tensor Q, torch::Tensor K, torch::Tensor V, torch::T
                      torch::Tensor LSE, torch::Tensor dQ, torch::Tensor dK, torch::Tensor dV, torch::Tensor dQ_accum,
                      torch::Tensor D, int64_t Bc, int64_t Br, int64_t warps, bool causal) {
     const auto dt = Q.scalar_type();
-    TORCH_CHECK(dt == torch::kFloat16 || dt == torch::kBFloat16, "fa2_tc_bwd: Q must be float16 or bfloat16, got ", dt);
-    TORCH_CHECK(Q.dim() == 4, "fa2_tc_bwd: Q must be 4-D (B, H, Nq, d), got ", Q.sizes());
-    TORCH_CHECK(K.dim() == 4, "fa2_tc_bwd: K must be 4-D (B, Hkv, Nk, d), got ", K.sizes());
+    PM_CHECK(dt == torch::kFloat16 || dt == torch::kBFloat16, "fa2_tc_bwd: Q must be float16 or bfloat16, got %s",
+             dtype_name(dt));
+    PM_CHECK(Q.dim() == 4, "fa2_tc_bwd: Q must be 4-D (B, H, Nq, d), got %s", dims(Q.sizes()).s);
+    PM_CHECK(K.dim() == 4, "fa2_tc_bwd: K must be 4-D (B, Hkv, Nk, d), got %s", dims(K.sizes()).s);
     const int64_t B = Q.size(0), H = Q.size(1), Nq = Q.size(2), d = Q.size(3), Hkv = K.size(1), Nk = K.size(2);
-    TORCH_CHECK(K.size(0) == B && K.size(3) == d, "fa2_tc_bwd: K has shape ", K.sizes(), ", Q has ", Q.sizes());
-    TORCH_CHECK(Hkv >= 1 && H % Hkv == 0, "fa2_tc_bwd: H (", H, ") must be a multiple of K's heads (", Hkv, ")");
+    PM_CHECK(K.size(0) == B && K.size(3) == d, "fa2_tc_bwd: K has shape %s, Q has %s", dims(K.sizes()).s,
+             dims(Q.sizes()).s);
+    PM_CHECK(Hkv >= 1 && H % Hkv == 0, "fa2_tc_bwd: H (%lld) must be a multiple of K's heads (%lld)", (long long)H,
+             (long long)Hkv);
     const char* names[9] = {"Q", "K", "V", "O", "dO", "dQ", "dK", "dV", "dQ_accum"};
     const torch::Tensor* ts[9] = {&Q, &K, &V, &O, &dO, &dQ, &dK, &dV, &dQ_accum};
     for (int i = 0; i < 9; ++i) {
         const torch::Tensor& t = *ts[i];
         const bool kv = i == 1 || i == 2 || i == 6 || i == 7;
         const auto want = i == 8 ? torch::kFloat32 : dt;
-        TORCH_CHECK(t.is_cuda(), "fa2_tc_bwd: ", names[i], " must be a CUDA tensor");
-        TORCH_CHECK(t.device() == Q.device(), "fa2_tc_bwd: ", names[i], " is on ", t.device(), ", Q on ", Q.device());
-        TORCH_CHECK(t.is_contiguous(), "fa2_tc_bwd: ", names[i], " must be contiguous");
-        TORCH_CHECK(t.scalar_type() == want, "fa2_tc_bwd: ", names[i], " has dtype ", t.scalar_type(), ", want ", want);
-        TORCH_CHECK(t.sizes() == (kv ? K.sizes() : Q.sizes()), "fa2_tc_bwd: ", names[i], " has shape ", t.sizes(),
-                    ", want ", kv ? K.sizes() : Q.sizes());
+        PM_CHECK(t.is_cuda(), "fa2_tc_bwd: %s must be a CUDA tensor", names[i]);
+        PM_CHECK(t.device() == Q.device(), "fa2_tc_bwd: %s is on %s, Q on %s", names[i], device_text(t.device()).s,
+                 device_text(Q.device()).s);
+        PM_CHECK(t.is_contiguous(), "fa2_tc_bwd: %s must be contiguous", names[i]);
+        PM_CHECK(t.scalar_type() == want, "fa2_tc_bwd: %s has dtype %s, want %s", names[i], dtype_name(t.scalar_type()),
+                 dtype_name(want));
+        PM_CHECK(t.sizes() == (kv ? K.sizes() : Q.sizes()), "fa2_tc_bwd: %s has shape %s, want %s", names[i],
+                 dims(t.sizes()).s, dims(kv ? K.sizes() : Q.sizes()).s);
     }
     const char* vnames[2] = {"LSE", "D"};
     const torch::Tensor* vs[2] = {&LSE, &D};
     for (int i = 0; i < 2; ++i) {
         const torch::Tensor& t = *vs[i];
-        TORCH_CHECK(t.is_cuda() && t.device() == Q.device(), "fa2_tc_bwd: ", vnames[i], " must be on ", Q.device());
-        TORCH_CHECK(t.is_contiguous(), "fa2_tc_bwd: ", vnames[i], " must be contiguous");
-        TORCH_CHECK(t.scalar_type() == torch::kFloat32, "fa2_tc_bwd: ", vnames[i], " must be float32, got ",
-                    t.scalar_type());
-        TORCH_CHECK(t.dim() == 3 && t.size(0) == B && t.size(1) == H && t.size(2) == Nq, "fa2_tc_bwd: ", vnames[i],
-                    " must be (B, H, Nq) = (", B, ", ", H, ", ", Nq, "), got ", t.sizes());
+        PM_CHECK(t.is_cuda() && t.device() == Q.device(), "fa2_tc_bwd: %s must be on %s", vnames[i], device_text(Q.device()).s);
+        PM_CHECK(t.is_contiguous(), "fa2_tc_bwd: %s must be contiguous", vnames[i]);
+        PM_CHECK(t.scalar_type() == torch::kFloat32, "fa2_tc_bwd: %s must be float32, got %s", vnames[i],
+                 dtype_name(t.scalar_type()));
+        PM_CHECK(t.dim() == 3 && t.size(0) == B && t.size(1) == H && t.size(2) == Nq,
+                 "fa2_tc_bwd: %s must be (B, H, Nq) = (%lld, %lld, %lld), got %s", vnames[i], (long long)B, (long long)H,
+                 (long long)Nq, dims(t.sizes()).s);
     }
     const c10::cuda::CUDAGuard guard(Q.device());
     fa2_tc_bwd_launch(Q.data_ptr(), K.data_ptr(), V.data_ptr(), O.data_ptr(), dO.data_ptr(), LSE.data_ptr<float>(),
@@ -92,7 +100,7 @@ static void fa2_tc_bwd_defs(py::module_& mod) {
         const int code = py::isinstance<py::int_>(dtype) ? dtype.cast<int>()
                          : (s == "fp16" || s == "float16" || s == "half") ? 0
                          : (s == "bf16" || s == "bfloat16") ? 1 : -1;
-        TORCH_CHECK(code == 0 || code == 1, "fa2_tc_bwd: dtype must be 0/1, 'fp16' or 'bf16', got ", s);
+        PM_CHECK(code == 0 || code == 1, "fa2_tc_bwd: dtype must be 0/1, 'fp16' or 'bf16', got %.64s", s.c_str());
         const cudaFuncAttributes a = fa2_tc_bwd_attributes(d, Bc, Br, warps, code);
         py::dict r;
         r["regs_per_thread"] = a.numRegs;
@@ -106,10 +114,10 @@ static void fa2_tc_bwd_defs(py::module_& mod) {
 // ---- fa2_tc_bwd (end) ----
 
 static void check_qkv(const torch::Tensor& t, const char* name) {
-    TORCH_CHECK(t.is_cuda(), name, " must be a CUDA tensor");
-    TORCH_CHECK(t.scalar_type() == torch::kFloat32, name, " must be float32");
-    TORCH_CHECK(t.is_contiguous(), name, " must be contiguous");
-    TORCH_CHECK(t.dim() == 4, name, " must be (B, H, N, d)");
+    PM_CHECK(t.is_cuda(), "%s must be a CUDA tensor", name);
+    PM_CHECK(t.scalar_type() == torch::kFloat32, "%s must be float32", name);
+    PM_CHECK(t.is_contiguous(), "%s must be contiguous", name);
+    PM_CHECK(t.dim() == 4, "%s must be (B, H, N, d)", name);
 }
 
 static cudaStream_t stream() { return at::cuda::getCurrentCUDAStream().stream(); }
@@ -138,35 +146,39 @@ void fa2_forward(torch::Tensor Q, torch::Tensor K, torch::Tensor V, torch::Tenso
 // workspaces o_part (splits, B, H, Nq, d) and lse_part (splits, B, H, Nq), then a combine kernel. Anything but
 // the square, one-split, no-LSE problem needs an instance of fa2_tc_splitkv_instances().
 static void fa2_tc_check_f32(const torch::Tensor& t, const char* name, c10::IntArrayRef shape, const torch::Tensor& Q) {
-    TORCH_CHECK(t.is_cuda() && t.device() == Q.device(), "fa2_tc: ", name, " must be on ", Q.device());
-    TORCH_CHECK(t.scalar_type() == torch::kFloat32, "fa2_tc: ", name, " must be float32, got ", t.scalar_type());
-    TORCH_CHECK(t.is_contiguous(), "fa2_tc: ", name, " must be contiguous");
-    TORCH_CHECK(t.sizes() == shape, "fa2_tc: ", name, " has shape ", t.sizes(), ", expected ", shape);
+    PM_CHECK(t.is_cuda() && t.device() == Q.device(), "fa2_tc: %s must be on %s", name, device_text(Q.device()).s);
+    PM_CHECK(t.scalar_type() == torch::kFloat32, "fa2_tc: %s must be float32, got %s", name,
+             dtype_name(t.scalar_type()));
+    PM_CHECK(t.is_contiguous(), "fa2_tc: %s must be contiguous", name);
+    PM_CHECK(t.sizes() == shape, "fa2_tc: %s has shape %s, expected %s", name, dims(t.sizes()).s, dims(shape).s);
 }
 
 void fa2_tc_forward(torch::Tensor Q, torch::Tensor K, torch::Tensor V, torch::Tensor O, int64_t Br, int64_t Bc,
                     int64_t warps, bool causal, int64_t extra_smem, int64_t splits, std::optional<torch::Tensor> lse,
                     std::optional<torch::Tensor> o_part, std::optional<torch::Tensor> lse_part) {
-    TORCH_CHECK(extra_smem >= 0, "fa2_tc: extra_smem must be >= 0, got ", extra_smem);
-    TORCH_CHECK(splits >= 1, "fa2_tc: splits must be >= 1, got ", splits);
+    PM_CHECK(extra_smem >= 0, "fa2_tc: extra_smem must be >= 0, got %lld", (long long)extra_smem);
+    PM_CHECK(splits >= 1, "fa2_tc: splits must be >= 1, got %lld", (long long)splits);
     const auto dt = Q.scalar_type();
-    TORCH_CHECK(dt == torch::kFloat16 || dt == torch::kBFloat16, "fa2_tc: Q must be float16 or bfloat16, got ", dt);
+    PM_CHECK(dt == torch::kFloat16 || dt == torch::kBFloat16, "fa2_tc: Q must be float16 or bfloat16, got %s",
+             dtype_name(dt));
     const char* names[4] = {"Q", "K", "V", "O"};
     const torch::Tensor* ts[4] = {&Q, &K, &V, &O};
     for (int i = 0; i < 4; ++i) {
         const torch::Tensor& t = *ts[i];
-        TORCH_CHECK(t.is_cuda(), "fa2_tc: ", names[i], " must be a CUDA tensor");
-        TORCH_CHECK(t.dim() == 4, "fa2_tc: ", names[i], " must be 4-D (B, H, N, d)");
-        TORCH_CHECK(t.is_contiguous(), "fa2_tc: ", names[i], " must be contiguous");
-        TORCH_CHECK(t.scalar_type() == dt, "fa2_tc: ", names[i], " has dtype ", t.scalar_type(), ", Q has ", dt);
-        TORCH_CHECK(t.device() == Q.device(), "fa2_tc: ", names[i], " is on ", t.device(), ", Q on ", Q.device());
+        PM_CHECK(t.is_cuda(), "fa2_tc: %s must be a CUDA tensor", names[i]);
+        PM_CHECK(t.dim() == 4, "fa2_tc: %s must be 4-D (B, H, N, d)", names[i]);
+        PM_CHECK(t.is_contiguous(), "fa2_tc: %s must be contiguous", names[i]);
+        PM_CHECK(t.scalar_type() == dt, "fa2_tc: %s has dtype %s, Q has %s", names[i], dtype_name(t.scalar_type()),
+                 dtype_name(dt));
+        PM_CHECK(t.device() == Q.device(), "fa2_tc: %s is on %s, Q on %s", names[i], device_text(t.device()).s,
+                 device_text(Q.device()).s);
     }
     const int64_t B = Q.size(0), H = Q.size(1), Nq = Q.size(2), d = Q.size(3), Hkv = K.size(1), Nk = K.size(2);
-    TORCH_CHECK(O.sizes() == Q.sizes(), "fa2_tc: O has shape ", O.sizes(), ", Q has ", Q.sizes());
-    TORCH_CHECK(K.size(0) == B && K.size(3) == d, "fa2_tc: K has shape ", K.sizes(), ", expected (", B, ", Hkv, Nk, ", d,
-                ")");
-    TORCH_CHECK(V.sizes() == K.sizes(), "fa2_tc: V has shape ", V.sizes(), ", K has ", K.sizes());
-    TORCH_CHECK(Hkv >= 1 && H % Hkv == 0, "fa2_tc: H=", H, " is not a multiple of Hkv=", Hkv);
+    PM_CHECK(O.sizes() == Q.sizes(), "fa2_tc: O has shape %s, Q has %s", dims(O.sizes()).s, dims(Q.sizes()).s);
+    PM_CHECK(K.size(0) == B && K.size(3) == d, "fa2_tc: K has shape %s, expected (%lld, Hkv, Nk, %lld)",
+             dims(K.sizes()).s, (long long)B, (long long)d);
+    PM_CHECK(V.sizes() == K.sizes(), "fa2_tc: V has shape %s, K has %s", dims(V.sizes()).s, dims(K.sizes()).s);
+    PM_CHECK(Hkv >= 1 && H % Hkv == 0, "fa2_tc: H=%lld is not a multiple of Hkv=%lld", (long long)H, (long long)Hkv);
     float* lse_p = nullptr;
     float* op = nullptr;
     float* lp = nullptr;
@@ -237,7 +249,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, mod) {
         return a;
     }, py::arg("d"), py::arg("Br"), py::arg("Bc"), py::arg("warps"), py::arg("dtype"));
     mod.def("fa2_tc_max_blocks_per_sm", [](int d, int Br, int Bc, int warps, py::object dtype, int64_t extra_smem) {
-        TORCH_CHECK(extra_smem >= 0, "fa2_tc: extra_smem must be >= 0, got ", extra_smem);
+        PM_CHECK(extra_smem >= 0, "fa2_tc: extra_smem must be >= 0, got %lld", (long long)extra_smem);
         return fa2_tc_max_blocks_per_sm(d, Br, Bc, warps, fa2_tc_dtype_code(dtype), (size_t)extra_smem);
     }, py::arg("d"), py::arg("Br"), py::arg("Bc"), py::arg("warps"), py::arg("dtype"), py::arg("extra_smem") = 0);
     fa2_tc_bwd_defs(mod);
