@@ -10,6 +10,7 @@ Sources (none is re-measured or re-predicted here; each is written by the comman
 * examples/benchmarks/tile_advice_fa2_tc.json: fa2_tc's tile advice (examples/tile_advice.py)
 * research/data/benchmarks/repeatability_fa2_tc.json: two timing runs of one grid (research/scripts/repeatability.py)
 * examples/benchmarks/workloads.json: the H200's inference and training datasets by workload (examples/workloads.py)
+* examples/benchmarks/published_fa2.json: published FlashAttention-2 figures, A100 and H100 (examples/published_fa2.py)
 
 Each table lies between `<!-- accuracy:begin NAME -->` and `<!-- accuracy:end NAME -->` in the files of TARGETS;
 everything outside the markers is left as written. Files are replaced atomically (a temporary file in the same
@@ -34,6 +35,7 @@ SOURCES = {
     "advice": "examples/benchmarks/tile_advice_fa2_tc.json",
     "repeat": "research/data/benchmarks/repeatability_fa2_tc.json",
     "workloads": "examples/benchmarks/workloads.json",
+    "published": "examples/benchmarks/published_fa2.json",
 }
 MARKER = re.compile(r"<!-- accuracy:begin ([\w-]+) -->\n(.*?)<!-- accuracy:end ([\w-]+) -->", re.S)
 GPU = {"h100-sxm": "H100", "h100": "H100", "h200": "H200"}
@@ -202,8 +204,44 @@ def workloads(src: dict) -> str:
                  "l" + "r" * 4)
 
 
+PUBLISHED_GPU = {"a100-80gb": "A100 80GB SXM4", "h100-sxm": "H100 SXM5"}
+PUBLISHED_MODE = {"fwd": "forward", "bwd": "backward", "fwd_bwd": "forward + backward"}
+
+
+def published(src: dict) -> str:
+    """Per GPU and mode: the published FlashAttention-2 figures, their source, and how far SDPA flash's predictions
+    lie from them (above 0: the model is faster), as predicted and with the H200's backward fit."""
+    p = src["published"]
+    rows = []
+    for key, s in p["summary"].items():
+        gpu, mode = key.split("/")
+        cites = dict.fromkeys(r["source"] for r in p["rows"] if (r["gpu"], r["mode"]) == (gpu, mode))
+        fit = s.get("with_h200_bwd_fit")
+        rows.append([PUBLISHED_GPU[gpu], PUBLISHED_MODE[mode], str(s["n"]),
+                     ", ".join(f"[{p['sources'][c]['figure']}]({p['sources'][c]['url']})" for c in cites),
+                     pct(s["mean_abs_pct"]), pct(s["max_abs_pct"]), f"{s['mean_pct']:+.1f}%",
+                     "—" if fit is None else f"{fit['mean_pct']:+.1f}%"])
+    return table(["GPU", "mode", "figures", "source", "mean difference", "largest", "mean, signed",
+                  "signed, with the H200's backward fit"], rows, "llrlrrrr")
+
+
+def published_rows(src: dict) -> str:
+    """Each published figure beside the prediction, TFLOP/s (published / predicted), by sequence length."""
+    p = src["published"]
+    cells: dict = {}
+    for r in p["rows"]:
+        cells.setdefault((r["gpu"], r["mode"], r["d"], r["causal"]), {})[r["N"]] = \
+            f"{r['published_tflops']} / {r['predicted_tflops']:.0f}"
+    seqlens = sorted({r["N"] for r in p["rows"]})
+    rows = [[PUBLISHED_GPU[gpu], PUBLISHED_MODE[mode], str(d), "yes" if causal else "no",
+             *(c.get(n, "—") for n in seqlens)] for (gpu, mode, d, causal), c in cells.items()]
+    return table(["GPU", "mode", "d", "causal", *(f"{n // 1024}k" if n >= 1024 else str(n) for n in seqlens)], rows,
+                 "llrl" + "r" * len(seqlens))
+
+
 TABLES = {"summary": summary, "fp32": fp32, "tensor-core": tensor_core, "offgrid": offgrid, "advice": advice,
-          "margins": margins, "repeat": repeat, "workloads": workloads}
+          "margins": margins, "repeat": repeat, "workloads": workloads, "published": published,
+          "published-rows": published_rows}
 
 
 # ---- rewriting the files ----------------------------------------------------------------------------------------
