@@ -274,6 +274,20 @@ class SDPAFlash(_SDPA):
         that see no key exit at once (fa2_tc.fold_groups)."""
         return fold_groups(shape, drop_empty=True)
 
+    def counts(self, shape, tiles, facts):
+        """The run shape's counts, and what the blocks of rows that see no key still do before they exit
+        (flash_fwd_kernel.h: "we exit early and write 0 to gO and gLSE"): their rows of O as zeros and their
+        log-sum-exps, 16-byte stores that go to DRAM once."""
+        c = super().counts(shape, tiles, facts)
+        if shape.mode != "fwd" or not shape.causal:
+            return c
+        rows = np.asarray(shape.heads, float) * np.maximum(arr(shape.Nq) - arr(shape.Nk), 0)
+        if not np.any(rows > 0):
+            return c
+        zeros = rows * (arr(shape.d) * shape.element_bytes + 4)
+        return dataclasses.replace(c, l2_write_bytes=c.l2_write_bytes + zeros, dram_write_once=c.dram_write_once + zeros,
+                                   warp_stg=c.warp_stg + zeros / 512)
+
     def grid_dims(self, shape, tiles):
         """flash_fwd_launch_template.h: (Q tiles, B, H); with split-KV (Q tiles, splits, B * H); the backward's
         (K tiles, B, H)."""

@@ -40,7 +40,7 @@ BOUNDS = {
     ("fa2_tc", "decode"): (10, 40), ("sdpa-flash", "decode"): (10, 25), ("sdpa-cudnn", "decode"): (12, 46),
     ("fa2_tc", "grouped prefill"): (8, 10), ("sdpa-flash", "grouped prefill"): (10, 12),
     ("sdpa-cudnn", "grouped prefill"): (12, 17),
-    ("fa2_tc", "cross-attention"): (8.5, 30), ("sdpa-flash", "cross-attention"): (12.5, 65),
+    ("fa2_tc", "cross-attention"): (8.5, 30), ("sdpa-flash", "cross-attention"): (11.5, 45),
     ("sdpa-cudnn", "cross-attention"): (21, 50),
     ("fa2_tc", "bwd"): (8, 25), ("sdpa-flash", "bwd"): (11, 30), ("sdpa-cudnn", "bwd"): (29, 45),
     ("fa2_tc", "fwd_bwd"): (8, 25), ("sdpa-flash", "fwd_bwd"): (10, 12), ("sdpa-cudnn", "fwd_bwd"): (16, 31),
