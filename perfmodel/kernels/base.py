@@ -112,6 +112,7 @@ class Kernel(ABC):
     Tiles: type = Tiles
     arch: dict = {}                        # "sm_90" -> ArchFacts
     serial: tuple = ()                     # groups of timing resources whose times add (model/timing.py)
+    serial_bwd: tuple | None = None        # the backward's, where its loop joins them otherwise (None: serial)
     path_pipes: tuple = ()                 # resources whose work a warp waits on itself: on its path (timing.py)
     pipe_p: float = 0.0                    # > 0: the pipes join one another by this p-norm first (timing.py)
     fit_features: tuple = ("dot", "reduction", "exp", "outer", "gmem", "sync")   # path costs `fit` may fit

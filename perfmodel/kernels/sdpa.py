@@ -424,6 +424,11 @@ class SDPACudnn(_SDPA):
     # warpgroup's exponentials (half the MUFU work) and the chain's latencies, added; the rest (FP32, shared
     # memory, issue) overlaps them.
     serial = (("wgmma", ("sfu", 1 / 2), "latency"),)
+    # The backward's SASS (research/data/h200/cudnn_sass/, research/scripts/ncu_sdpa_launch.sh) has no such
+    # ping-pong: its two consumer warpgroups meet at one named barrier (BAR.SYNC 6, 256 threads) twice a tile pair
+    # and wait on their MMA groups 4-5 times a pair (WARPGROUP.DEPBAR), so they walk each phase together: a pair
+    # costs both warpgroups' MMAs, the exponentials, the FP32 work of dP and dS and the chain's latencies, added.
+    serial_bwd = (("wgmma", "sfu", "fp32", "latency"),)
     # per score, read off the SASS's executed-instruction counts (d = 64 and 128): FMNMX, the scale FMUL, two FADDs
     # (68 FMNMX, 130 FADD, 99 / 132 FMUL with 32 / 64 of them O's rescale, per warp per tile of 64 scores a thread)
     elem_fp32 = 4

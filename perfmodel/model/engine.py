@@ -101,7 +101,8 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
         return b, m, timing.predict(counts, m, ln.grid_blocks, ln.threads, b, gpu, cal, key, **kw)
 
     key = kernel.fit_key_for(shape.mode)
-    bpsm, mem, t = timed(c, launch, key, serial=kernel.serial, path_pipes=kernel.path_pipes,
+    serial = kernel.serial if shape.mode == "fwd" or kernel.serial_bwd is None else kernel.serial_bwd
+    bpsm, mem, t = timed(c, launch, key, serial=serial, path_pipes=kernel.path_pipes,
                          pipe_p=kernel.pipe_p)
     main_launch = LaunchTime(kernel.name + ("" if shape.mode == "fwd" else f":{shape.mode}"), launch, c, bpsm, t)
     before, after = [], []

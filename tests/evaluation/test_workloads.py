@@ -42,8 +42,8 @@ BOUNDS = {
     ("sdpa-cudnn", "grouped prefill"): (12, 17),
     ("fa2_tc", "cross-attention"): (8.5, 30), ("sdpa-flash", "cross-attention"): (11.5, 45),
     ("sdpa-cudnn", "cross-attention"): (21, 50),
-    ("fa2_tc", "bwd"): (8, 25), ("sdpa-flash", "bwd"): (11, 30), ("sdpa-cudnn", "bwd"): (29, 45),
-    ("fa2_tc", "fwd_bwd"): (8, 25), ("sdpa-flash", "fwd_bwd"): (10, 12), ("sdpa-cudnn", "fwd_bwd"): (16, 31),
+    ("fa2_tc", "bwd"): (8, 25), ("sdpa-flash", "bwd"): (11, 30), ("sdpa-cudnn", "bwd"): (19.5, 41),
+    ("fa2_tc", "fwd_bwd"): (8, 25), ("sdpa-flash", "fwd_bwd"): (10, 12), ("sdpa-cudnn", "fwd_bwd"): (12, 25),
 }
 
 
