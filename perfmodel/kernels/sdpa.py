@@ -451,10 +451,10 @@ class SDPACudnn(_SDPA):
         # every call runs a memset (0.77 us in the profiler) before its kernel (examples/measurements/h100/
         # sdpa_calls.json): a second GPU operation queued in the call
         wg = dataclasses.replace(c, queued_ops=1, warp_wgmma=c.warp_mma, warp_mma=0 * c.warp_mma, warp_ldsm=0 * ld,
-                                   path_mma=0 * c.path_mma, path_wgmma=groups,
-                                   smem_ld_wavefronts=4 * ld, smem_ld_bytes=512 * ld,
-                                   path_load=0 * c.path_load, path_load_miss=0 * c.path_load_miss,
-                                   load_steps=0 * c.path_load_miss)
+                                 path_mma=0 * c.path_mma, path_wgmma=groups,
+                                 smem_ld_wavefronts=4 * ld, smem_ld_bytes=512 * ld,
+                                 path_load=0 * c.path_load, path_load_miss=0 * c.path_load_miss,
+                                 load_steps=0 * c.path_load_miss)
         return plain.where(self.decoding(tiles), wg)      # the one-query kernel: FA2's loop nest as it is
 
     # Decode, one query: another kernel, read off its launch (cuDNN 9.19 on the H200, research/data/h200/
@@ -463,7 +463,7 @@ class SDPACudnn(_SDPA):
     # K/V head are the rows of its 16-row tile (grid y: Hkv ceil(G / 16)), its four warps split each 128-key tile
     # (mma.sync, 32 keys a warp), grid x splits the key range: min(key tiles, 64, 256 // (B Hkv ceil(G / 16)))
     # in every launch recorded (B 1 and 8; Hkv 32, 8, 1; 1k-128k keys); where it splits, a lean_reduction kernel
-    # merges the splits (priced as fa2_tc.combine). Its warps share nothing but the tile's copy and a last merge of
+    # merges the splits (companions). Its warps share nothing but the tile's copy and a last merge of
     # their four partial rows in shared memory, so the model runs each warp as a block of its own (one warp, 16 rows,
     # 32 keys a step, a quarter of the shared memory: four times the splits) and the combine over the launch's own
     # splits. Two or more queries run the prefill kernel unfolded, as recorded.
