@@ -518,9 +518,20 @@ class SDPACudnn(_SDPA):
     # Causal with Nq != Nk (bottom-right, torch.nn.attention.bias.causal_lower_right): PyTorch hands cuDNN the
     # mask materialised (CausalBias._dispatch materialises it for every backend but flash and efficient), as the
     # launch record shows: five small kernels build an (Nq, Nk) additive bf16 bias (fill, triu, two fills, where),
-    # and the attention kernel walks every tile, none skipped, adding the bias tile it reads (from L2; one copy for
-    # every head, read from DRAM once).
+    # and the attention kernel walks every tile, none skipped, adding the bias tile it reads (one copy for every
+    # head, read from DRAM once).
     MASK_OPS = 5
+    # The same kernel built with the bias, against itself without (Nsight Compute, B 2 H 16 Nq 512 Nk 4096 d 128:
+    # research/data/h200/cudnn_sass/, ncu_cudnn_fwd_masked and _plain): 15.7M more warp instructions, 7.46 a score
+    # a thread. Each consumer thread loads its scores' bias itself, 4 bytes (two scores) an LDG.E.CONSTANT, 7.75 L2
+    # sectors a warp's load (its 8 rows), and unpacks, addresses and adds them (IMAD 1.90, LEA 1.03, PRMT 1.00, FFMA
+    # 1.00, ISETP 0.52, SHF 0.25, VIADD 0.21, MOV 0.17, IADD3 0.16 ...: 6.33 a score), spilling registers to do so
+    # (LDL 0.25, STL 0.23 a score). The ping-pong barriers stay, but this work sits in the warpgroup's softmax
+    # phase, where the warp issues alone (its partner warpgroup is in its GEMMs): there it issues an instruction
+    # every 5.2 cycles against 3.1 without the bias, so the model puts the bias work on the step's chain, each ALU
+    # instruction at the FP32 latency, each spill reload at an L1 hit's, and one L2 round trip for the loads.
+    MASK_ALU, MASK_LDG, MASK_LDL, MASK_STL, MASK_OTHER = 6.33, 0.516, 0.253, 0.226, 0.16   # a score, a thread
+    MASK_LDG_SECTORS = 7.75
 
     # Head dims: each kernel's name carries the head dim it computes at, 64, 128 or 256 (the H200's record: d 32 runs
     # ..._64x128x64, d 80 and 96 ..._64x128x128, d 256 ..._64x128x256; the backward and the decode kernel alike).
@@ -549,10 +560,18 @@ class SDPACudnn(_SDPA):
             return c
         full = super().counts(dataclasses.replace(shape, causal=False), tiles, facts)
         Nq, Nk, Br, Bc = (arr(x) for x in (shape.Nq, shape.Nk, tiles.Br, tiles.Bc))
-        tiles_all = np.asarray(shape.heads, float) * cdiv(Nq, Br) * cdiv(Nk, Bc)
+        scores = np.asarray(shape.heads, float) * cdiv(Nq, Br) * cdiv(Nk, Bc) * Br * Bc   # every tile, whole
+        warp = scores / 32
+        # a block's chain: its exposed KV steps (head_counts: two MMA groups a step), each a consumer thread's
+        # share of the tile's scores
+        steps, per_thread = full.path_wgmma / 2, Br * Bc / (arr(tiles.warps) * 32)
         bias = dataclasses.replace(
-            full, l2_read_bytes=full.l2_read_bytes + tiles_all * Br * Bc * 2,
-            dram_read_once=full.dram_read_once + Nq * Nk * 2, warp_fp32=full.warp_fp32 + tiles_all * Br * Bc / 32,
+            full, l2_read_bytes=full.l2_read_bytes + warp * self.MASK_LDG * self.MASK_LDG_SECTORS * 32,
+            dram_read_once=full.dram_read_once + Nq * Nk * 2,
+            warp_fp32=full.warp_fp32 + warp * self.MASK_ALU, warp_ldg=full.warp_ldg + warp * self.MASK_LDG,
+            warp_other=full.warp_other + warp * (self.MASK_LDL + self.MASK_STL + self.MASK_OTHER),
+            path_fp32=full.path_fp32 + steps * per_thread * self.MASK_ALU,
+            path_local=full.path_local + steps * per_thread * self.MASK_LDL, path_gmem=full.path_gmem + steps,
             queued_ops=full.queued_ops + self.MASK_OPS)
         return bias.where(masked, c)
 
