@@ -42,6 +42,8 @@ class Calibration:
                                      # flush beyond a warm one (gpus/arch cold_start_cycles: research/scripts/probe_cold.py)
     queued_op_s: float               # what a second GPU operation queued in one timed call adds (a library's memset
                                      # before its kernel; gpus/arch queued_op_us: research/scripts/probe_cold.py)
+    queued_kernel_s: float           # the least a further kernel that touches memory adds, queued in one timed call
+                                     # (gpus/arch queued_kernel_us: research/scripts/probe_cold.py's touch launches)
     path_cycles: dict                # feature -> cycles per step on a warp's path (PATH_FEATURES)
     # kernel -> {"costs": {feature: cycles}, "training": {...}}: costs fitted to kernel timings on a declared
     # training split, for loop forms no microbenchmark covers; they replace path_cycles for that kernel only
@@ -219,6 +221,7 @@ def _spec_constants(gpu: GPUSpec) -> Calibration:
         dispatch_window=a("dispatch_window_blocks"),
         cold_start_cycles=a("cold_start_cycles"),
         queued_op_s=a("queued_op_us") * 1e-6,
+        queued_kernel_s=a("queued_kernel_us") * 1e-6,
         path_cycles={
             "dot": a("dot_step_cycles"), "reduction": a("reduction_step_cycles"), "exp": a("exp_step_cycles"),
             "outer": 0.0,                 # no probe prices it: the step costs carry their own loop overhead

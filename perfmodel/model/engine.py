@@ -107,7 +107,7 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
     main_launch = LaunchTime(kernel.name + ("" if shape.mode == "fwd" else f":{shape.mode}"), launch, c, bpsm, t)
     before, after = [], []
     for comp in kernel.companions(shape, tiles, facts):      # the call's other kernels (split-KV's combine, say)
-        cb, _, tc = timed(comp.counts, comp.launch, comp.key, cold=False)
+        cb, _, tc = timed(comp.counts, comp.launch, comp.key, cold=False, queued=True)
         t = timing.add(t, tc)
         (before if comp.before else after).append(LaunchTime(comp.key, comp.launch, comp.counts, cb, tc))
     launches = before + [main_launch] + after

@@ -488,12 +488,15 @@ def _bound(times: dict, shape):
 
 
 def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, cal: Calibration,
-            fit_key: str, serial: tuple = (), path_pipes: tuple = (), pipe_p: float = 0.0, cold: bool = True) -> Timing:
+            fit_key: str, serial: tuple = (), path_pipes: tuple = (), pipe_p: float = 0.0, cold: bool = True,
+            queued: bool = False) -> Timing:
     """Seconds for each launch. Computed in float32 (7 significant digits, far below the model's own error),
     which keeps a million-configuration sweep near a second. ``mem``: the DRAM traffic (model.memory);
     ``fit_key``: whose fitted path costs apply (Kernel.fit_key); ``pipe_p`` > 0: the pipes join one another by
     this p-norm before they join the path (Kernel.pipe_p); ``cold=False``: a kernel queued behind another in the
-    same call, which finds its inputs in L2 (no cold start)."""
+    same call, which finds its inputs in L2 (no cold start); ``queued``: its kernels (Counts.queued_ops and
+    Counts.launches of them) each take at least what the probe's smallest queued kernel adds
+    (Calibration.queued_kernel_s)."""
     s = _setup(c, grid_blocks, threads, blocks_per_sm, gpu, cal, fit_key, serial, path_pipes, pipe_p)
     pa = _paths(s)
     sm_cycles, busy = _sm_cycles(s, pa)
@@ -513,6 +516,9 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
                                               cal.power)
         if np.any(clock_run < clock):
             total, times = _seconds(s, clock_run.astype(np.float32), sm_cycles, busy, pa, chip, burst, cold)
+    if queued:
+        kernels = np.asarray(c.queued_ops, dtype=float) + np.asarray(c.launches, dtype=float)
+        total = np.maximum(total, kernels * cal.queued_kernel_s).astype(np.float32)
     bound = _bound(times, np.shape(total))
     total = np.where(s.bpsm > 0, total, np.inf)
     return Timing(time_s=total, times_s={k: times[k] for k in RESOURCES}, bound=bound, clock_hz=clock_run,
