@@ -232,6 +232,7 @@ def _spec_constants(gpu: GPUSpec) -> Calibration:
             "wgmma": arch.value(sm, "wgmma_wait_cycles", 0.0) or 1e9,    # no warpgroup MMAs: never on a path
             "shfl": a("smem_latency_cycles"),   # estimate: a shuffle crosses the same crossbar as a shared load
             "local": a("smem_latency_cycles"),  # estimate: a spill reload is an L1 hit, as close as a shared load
+            "cycle": 1.0,
         },
         fetch_once_ipc=arch.table(sm, "fetch_once_ipc") or {},
         basis_note=note,

@@ -307,6 +307,15 @@ def companions(kernel, shape, tiles, facts):
     return tuple(out)
 
 
+# cuDNN's backward: SM cycles a work tile (one 128-key tile of a head) spends outside its loop over query tiles,
+# read off Nsight Compute's warp samples of one launch (B 1 H 16 N 4096 d 128, research/data/h200/cudnn_sass/
+# sdpa_sass.tar.gz, sass_cudnn_bwd_d128.csv): the consumer warps' samples in code they run once a work tile are
+# 3.9% of all of theirs (13,688 of 349,985), over 3.88 work tiles a CTA of 979k active cycles. The launch record's
+# N = 256 calls (one work tile a CTA: research/data/h200/sdpa_workload_calls.json) leave 5-6 us beside their four
+# pairs, the same.
+CUDNN_TILE_CYCLES = 9900
+
+
 def counts(kernel, shape, tiles, facts):
     """An SDPA preset's main backward launch, the whole launch's counts (Kernel.counts of its head counts)."""
     if kernel.name == "sdpa-flash":
@@ -315,7 +324,11 @@ def counts(kernel, shape, tiles, facts):
     elif kernel.name == "sdpa-cudnn":
         head = main_counts(kernel, shape, tiles, facts, per_query_head_blocks=True, red_floats=4, expanded_dkv=True,
                            wgmma=True)
-        head = dataclasses.replace(head, queued_ops=1 + 0 * head.path_gmem)       # the accumulator's memset
+        # the accumulator's memset; a work tile's prologue and epilogue (its first tiles' wait, dK and dV out through
+        # shared memory and TMA stores, the barriers between), measured whole in place of the round trip and the two
+        # barriers the loop nest puts there
+        head = dataclasses.replace(head, queued_ops=1 + 0 * head.path_gmem, path_gmem=0 * head.path_gmem,
+                                   path_sync=head.path_sync - 2, path_cycle=CUDNN_TILE_CYCLES + 0 * head.path_gmem)
     else:
         raise InputError(f"kernel {kernel.name}: no backward model")
     BH = shape.heads

@@ -39,6 +39,7 @@ PATH_FEATURES = {
     "wgmma": "a warpgroup's wait on a group of dependent warpgroup MMAs it issued (wait_group), beyond their pipe time",
     "shfl": "a dependent warp shuffle",
     "local": "a register reloaded from local memory (a spill) before its use: an L1 access",
+    "cycle": "a cycle of a closed kernel's path that none of the forms above counts, read off a profile of it",
 }
 
 
@@ -115,6 +116,7 @@ class Counts:
     path_wgmma: object = 0
     path_shfl: object = 0
     path_local: object = 0
+    path_cycle: object = 0
     # the share of path_load_miss that still misses for blocks dispatched after the first round (1: as in the first);
     # the rest are found in L2, fetched by a block of the same head dispatched before them, where their head began in
     # an earlier round (timing: later rounds)

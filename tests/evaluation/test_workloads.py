@@ -42,8 +42,8 @@ BOUNDS = {
     ("sdpa-cudnn", "grouped prefill"): (12, 17),
     ("fa2_tc", "cross-attention"): (8.5, 30), ("sdpa-flash", "cross-attention"): (11.5, 45),
     ("sdpa-cudnn", "cross-attention"): (7.5, 15),
-    ("fa2_tc", "bwd"): (6.5, 20), ("sdpa-flash", "bwd"): (8, 25), ("sdpa-cudnn", "bwd"): (19.5, 41),
-    ("fa2_tc", "fwd_bwd"): (8, 25), ("sdpa-flash", "fwd_bwd"): (10, 12), ("sdpa-cudnn", "fwd_bwd"): (12, 25),
+    ("fa2_tc", "bwd"): (6.5, 20), ("sdpa-flash", "bwd"): (8, 25), ("sdpa-cudnn", "bwd"): (6.5, 40),
+    ("fa2_tc", "fwd_bwd"): (8, 25), ("sdpa-flash", "fwd_bwd"): (10, 12), ("sdpa-cudnn", "fwd_bwd"): (4, 10),
 }
 
 
