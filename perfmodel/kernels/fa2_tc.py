@@ -422,8 +422,12 @@ def combine(shape, splits, name: str):
     """fa2_tc_combine_kernel queued behind a split-KV launch: one warp per query row (B H Nq rows), four a block.
     A warp reads its row's log-sum-exps twice (lanes across the splits: max, then the sum of exponentials, each
     closed by a 5-step shuffle reduction), then each split's fp32 partial row in turn (D/32 floats a lane) and
-    writes O. The split loop is not unrolled: each split's weight and row are a global round trip on the warp's
-    path. The partials were written by the split kernel just before: found in L2, none read from DRAM."""
+    writes O. The partials were written by the split kernel just before: found in L2, none read from DRAM.
+    Its SASS (research/data/h200/decode/combine_sass_bf16.txt.gz) unrolls the split loop by four: the four
+    weights' loads go out together, then at D <= 64 the four partial rows' loads together (two global round trips
+    four splits), at D >= 128 each row's 16-byte loads into the same registers, one split after another (five);
+    the splits left over run one at a time, two round trips each. Measured apart (research/data/h200/decode/
+    decode_calls.json), a split costs the combine 240 cycles at D = 64 and 455 at 128."""
     rows = np.asarray(shape.heads, float) * arr(shape.Nq)
     d = arr(shape.d)
     on = splits > 1
@@ -438,7 +442,8 @@ def combine(shape, splits, name: str):
                l2_read_bytes=np.where(on, part + rows * splits * 4, 0),
                l2_write_bytes=np.where(on, rows * d * shape.element_bytes, 0),
                dram_write_once=np.where(on, rows * d * shape.element_bytes, 0),
-               path_gmem=np.where(on, 2 + splits, 0), path_shfl=np.where(on, 10, 0),
+               path_gmem=np.where(on, 2 + splits // 4 * np.where(d <= 64, 2, 5) + splits % 4 * 2, 0),
+               path_shfl=np.where(on, 10, 0),
                path_sfu=np.where(on, 2 + splits, 0), path_fp32=np.where(on, 4 + splits, 0))
     grid = np.where(on, cdiv(rows.astype(np.int64), 4), 0)
     launch = Launch(grid_blocks=grid, threads=np.full(np.shape(grid), 128), smem_bytes=np.zeros(np.shape(grid)),

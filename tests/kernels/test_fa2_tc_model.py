@@ -514,3 +514,16 @@ def test_no_launch_ends_before_its_busiest_resource(gpu_key):
             alone = r.prediction.timing.times_s
             busiest = max(float(np.asarray(alone[k])) for k in ("tensor", "wgmma", "fp32", "sfu", "issue", "smem"))
             assert float(np.asarray(r.time_s)) >= busiest * (1 - 1e-6), (kernel, d, causal, N, BH)
+
+
+@pytest.mark.parametrize("d, splits, trips", [(64, 128, 2 + 32 * 2), (128, 128, 2 + 32 * 5), (64, 6, 2 + 2 + 2 * 2),
+                                              (256, 7, 2 + 5 + 3 * 2), (32, 2, 2 + 2 * 2)])
+def test_the_combine_walks_its_splits_as_its_sass_unrolls_them(d, splits, trips):
+    """fa2_tc's combine loop, unrolled by four: two dependent global round trips four splits at d <= 64 (the four
+    weights' loads, then the four partial rows'), five at d >= 128 (the rows' loads one after another), two for
+    each split left over (research/data/h200/decode/combine_sass_bf16.txt.gz)."""
+    from perfmodel.shape import AttentionShape
+
+    shape = AttentionShape(B=1, H=32, Hkv=1, Nq=1, Nk=32768, d=d, dtype="bf16")
+    comp = fa2_tc.combine(shape, np.asarray(splits), "fa2_tc")
+    assert float(comp.counts.path_gmem) == trips
