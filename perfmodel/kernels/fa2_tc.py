@@ -368,10 +368,9 @@ def head_counts_fa2(Nq, Nk, d, Br, Bc, W, causal, dtype_bytes, o, q_in_registers
     tiles_b, exposed, spread, step, miss_free = _block_path_shape(tiles_h, blocks_h, MT, Nk, Br, Bc, splits, causal,
                                                                   heavy_first, N)
     # split-KV: each split writes its partial O and row statistics in fp32; a second kernel, queued behind this one,
-    # reads them back and writes O (flash_fwd_splitkv_combine_kernel: the preset's companion times its blocks)
+    # reads them back and writes O (the combine: a companion, queued operation and blocks)
     accum = np.where(splits > 1, splits * Nq * (d + 1) * 4, 0)
     return Counts(
-        queued_ops=np.where(splits > 1, 1, 0),
         tensor_fma=tiles_h * 2 * Br * Bc * d,
         exp=tiles_h * Br * Bc + tiles_h * Br, cmp=tiles_h * Br * Bc, add=tiles_h * Br * Bc,
         mul=tiles_h * Br * (Bc + d), fma=0 * N,
@@ -437,7 +436,7 @@ def combine(shape, splits, name: str):
             "fp32": 2 * sweeps + splits * (per_lane + 2), "shfl": 10, "other": 24 + 4 * splits}
     w = {k: np.where(on, rows * v, 0) for k, v in warp.items()}
     part = rows * splits * d * 4
-    c = Counts(launches=0 * rows, warp_ldg=w["ldg"], warp_sfu=w["sfu"], warp_fp32=w["fp32"], warp_shfl=w["shfl"],
+    c = Counts(launches=0 * rows, queued_ops=np.where(on, 1, 0), warp_ldg=w["ldg"], warp_sfu=w["sfu"], warp_fp32=w["fp32"], warp_shfl=w["shfl"],
                warp_other=w["other"], warp_stg=np.where(on, rows * cdiv(per_lane * 2, 16), 0),
                l2_read_bytes=np.where(on, part + rows * splits * 4, 0),
                l2_write_bytes=np.where(on, rows * d * shape.element_bytes, 0),

@@ -324,8 +324,9 @@ class SDPAFlash(_SDPA):
         k = {name: np.where(on, n, 0) for name, n in self.combine_classes(splits).items()}
         inst = sum(k.values())
         # the path: each instruction at its class's latency; the round trips are the log-sum-exps' and one per split
-        c = Counts(launches=0 * grid, warp_other=warps * inst, path_fp32=k["alu"], path_sfu=k["sfu"],
-                   path_shfl=k["smem"] + k["const"], path_gmem=np.where(on, 1 + splits, 0), path_sync=k["sync"])
+        c = Counts(launches=0 * grid, queued_ops=np.where(on, 1, 0), warp_other=warps * inst, path_fp32=k["alu"],
+                   path_sfu=k["sfu"], path_shfl=k["smem"] + k["const"], path_gmem=np.where(on, 1 + splits, 0),
+                   path_sync=k["sync"])
         launch = Launch(grid_blocks=grid, threads=np.full(np.shape(grid), self.COMBINE_THREADS),
                         smem_bytes=np.zeros(np.shape(grid)), regs=np.full(np.shape(grid), self.COMBINE_REGS))
         return (Companion(counts=c, launch=launch, key=f"{self.name}:combine"),)
@@ -511,8 +512,7 @@ class SDPACudnn(_SDPA):
                                          np.where(on, rows * d * shape.element_bytes, 0),
                                          np.where(on, rows * 256, 0), (per_thread, d / 256), 3 * per_thread,
                                          round_trips=2)
-        c = dataclasses.replace(comb.counts, queued_ops=0 * comb.counts.queued_ops, launches=np.where(on, 1, 0),
-                                path_gmem=np.where(on, 2, 0))
+        c = dataclasses.replace(comb.counts, queued_ops=np.where(on, 1, 0), path_gmem=np.where(on, 2, 0))
         return (dataclasses.replace(comb, counts=c),)
 
     # Causal with Nq != Nk (bottom-right, torch.nn.attention.bias.causal_lower_right): PyTorch hands cuDNN the
