@@ -55,6 +55,13 @@ def test_each_workload_holds_its_bound(record, key):
     assert m["mape"] <= mape and m["max_ape"] <= worst, m
 
 
+def test_the_backward_ranks_fa2_tc_tiles(record):
+    """Issue 60's ranking target: over fa2_tc's held-out backward rows, the model orders each problem's tiles as
+    measured (Spearman >= 0.9; its path costs fitted on the training split with a ranking share)."""
+    _, now = record
+    assert now["fa2_tc/bwd"]["model"]["spearman"] >= 0.9
+
+
 def test_the_forward_beats_the_naive_roofline_everywhere(record):
     """A KV cache's bytes (and the problem's FLOPs) at the datasheet's peaks miss decode by 63-70% on average: the
     model's mechanisms (few blocks, split-KV, the combine, L2 re-use of a group's K/V) are what close it."""
