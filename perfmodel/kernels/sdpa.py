@@ -456,7 +456,10 @@ class SDPACudnn(_SDPA):
                                  smem_ld_wavefronts=4 * ld, smem_ld_bytes=512 * ld,
                                  path_load=0 * c.path_load, path_load_miss=0 * c.path_load_miss,
                                  load_steps=0 * c.path_load_miss)
-        return plain.where(self.decoding(tiles), wg)      # the one-query kernel: FA2's loop nest as it is
+        # the one-query kernel: FA2's loop nest as it is, each warp a block of its own, and the block's end, which
+        # that stand-in lacks (its four warps' rows merged through shared memory and written): DECODE_END_CYCLES
+        one = dataclasses.replace(plain, path_cycle=self.DECODE_END_CYCLES + 0 * plain.path_gmem)
+        return one.where(self.decoding(tiles), wg)
 
     # Decode, one query: another kernel, read off its launch (cuDNN 9.19 on the H200, research/data/h200/
     # sdpa_workload_calls.json): ..._sdpa_sm80_flash_fprop_wmma_f16_knob_35_16x128x{d}_1x4x1..., 128 threads, 183
@@ -469,6 +472,10 @@ class SDPACudnn(_SDPA):
     # 32 keys a step, a quarter of the shared memory: four times the splits) and the combine over the launch's own
     # splits. Two or more queries run the prefill kernel unfolded, as recorded.
     DECODE_ROWS, DECODE_KEYS, DECODE_WARPS = 16, 128, 4
+    # SM cycles of the code after its key loop (the merge and the partial row's write), read off Nsight Compute's
+    # warp samples of one launch (B 1 H 32 Hkv 8 Nk 32k d 128: 3.4% of its samples, after the loop, of 66,415 cycles;
+    # research/data/h200/cudnn_sass/sdpa_dec_sass2.tar.gz, sass_cudnn_dec1_long.csv)
+    DECODE_END_CYCLES = 2300
 
     def decoding(self, tiles):
         return (arr(tiles.warps) == 1) & (arr(tiles.Br) == self.DECODE_ROWS)
