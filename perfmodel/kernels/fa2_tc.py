@@ -436,8 +436,9 @@ def combine(shape, splits, name: str):
             "fp32": 2 * sweeps + splits * (per_lane + 2), "shfl": 10, "other": 24 + 4 * splits}
     w = {k: np.where(on, rows * v, 0) for k, v in warp.items()}
     part = rows * splits * d * 4
-    c = Counts(launches=0 * rows, queued_ops=np.where(on, 1, 0), warp_ldg=w["ldg"], warp_sfu=w["sfu"], warp_fp32=w["fp32"], warp_shfl=w["shfl"],
-               warp_other=w["other"], warp_stg=np.where(on, rows * cdiv(per_lane * 2, 16), 0),
+    c = Counts(launches=0 * rows, queued_ops=np.where(on, 1, 0), warp_ldg=w["ldg"], warp_sfu=w["sfu"],
+               warp_fp32=w["fp32"], warp_shfl=w["shfl"], warp_other=w["other"],
+               warp_stg=np.where(on, rows * cdiv(per_lane * 2, 16), 0),
                l2_read_bytes=np.where(on, part + rows * splits * 4, 0),
                l2_write_bytes=np.where(on, rows * d * shape.element_bytes, 0),
                dram_write_once=np.where(on, rows * d * shape.element_bytes, 0),
