@@ -147,7 +147,25 @@ class _SDPA(Kernel):
         shape = self.run_shape(shape)
         return arr(shape.B) * arr(shape.H) * cdiv(shape.Nq, tiles.Br) * arr(tiles.splits)
 
+    # What a kernel compiled for a larger head dim than the problem's reads and writes in global memory is the
+    # tensors'; its MMAs and their operands run at the head dim it was compiled for (kernel_head_dim)
+    MEMORY = ("gld_sectors", "l2_read_bytes", "l2_write_bytes", "l2_red_bytes", "dram_read_once", "dram_read_reuse",
+              "dram_write_once", "dram_write_reuse", "reuse_live_bytes", "burst_own_bytes", "burst_kv_bytes")
+
+    def kernel_head_dim(self, d):
+        """The head dim the library's kernel for ``d`` is compiled for."""
+        return arr(d)
+
     def counts(self, shape, tiles, facts):
+        c = self._own_counts(shape, tiles, facts)
+        dk = self.kernel_head_dim(shape.d)
+        if np.all(dk == arr(shape.d)):
+            return c
+        padded = self._own_counts(dataclasses.replace(shape, d=dk), tiles, facts)
+        return dataclasses.replace(padded, **{f: getattr(c, f) for f in self.MEMORY})
+
+    def _own_counts(self, shape, tiles, facts):
+        """The counts of the kernel run at ``shape``'s own head dim."""
         if shape.mode != "fwd":
             return backward.counts(self, shape, tiles, facts)
         return super().counts(self.run_shape(shape), tiles, facts)
@@ -274,11 +292,16 @@ class SDPAFlash(_SDPA):
         that see no key exit at once (fa2_tc.fold_groups)."""
         return fold_groups(shape, drop_empty=True)
 
-    def counts(self, shape, tiles, facts):
+    def kernel_head_dim(self, d):
+        """FlashAttention-2's instance for ``d`` (d = 80 runs the 96 kernel, its loops over all 96 columns, the
+        last 16 zero-filled)."""
+        return rounded_head_dim(d)
+
+    def _own_counts(self, shape, tiles, facts):
         """The run shape's counts, and what the blocks of rows that see no key still do before they exit
         (flash_fwd_kernel.h: "we exit early and write 0 to gO and gLSE"): their rows of O as zeros and their
         log-sum-exps, 16-byte stores that go to DRAM once."""
-        c = super().counts(shape, tiles, facts)
+        c = super()._own_counts(shape, tiles, facts)
         if shape.mode != "fwd" or not shape.causal:
             return c
         rows = np.asarray(shape.heads, float) * np.maximum(arr(shape.Nq) - arr(shape.Nk), 0)
@@ -544,28 +567,18 @@ class SDPACudnn(_SDPA):
     # ..._64x128x64, d 80 and 96 ..._64x128x128, d 256 ..._64x128x256; the backward and the decode kernel alike).
     # Its MMAs and their operands run at that head dim; what it reads and writes in global memory is the tensors'.
     KERNEL_HEAD_DIMS = (64, 128, 256)
-    MEMORY = ("gld_sectors", "l2_read_bytes", "l2_write_bytes", "l2_red_bytes", "dram_read_once", "dram_read_reuse",
-              "dram_write_once", "dram_write_reuse", "reuse_live_bytes", "burst_own_bytes", "burst_kv_bytes")
 
     def kernel_head_dim(self, d):
         return np.select([arr(d) <= h for h in self.KERNEL_HEAD_DIMS], self.KERNEL_HEAD_DIMS, 256)
 
-    def counts(self, shape, tiles, facts):
-        c = self._masked_counts(shape, tiles, facts)
-        dk = self.kernel_head_dim(shape.d)
-        if np.all(dk == arr(shape.d)):
-            return c
-        padded = self._masked_counts(dataclasses.replace(shape, d=dk), tiles, facts)
-        return dataclasses.replace(padded, **{f: getattr(c, f) for f in self.MEMORY})
-
-    def _masked_counts(self, shape, tiles, facts):
-        c = super().counts(shape, tiles, facts)
+    def _own_counts(self, shape, tiles, facts):
+        c = super()._own_counts(shape, tiles, facts)
         if shape.mode != "fwd" or not shape.causal:
             return c
         masked = (arr(shape.Nq) != arr(shape.Nk)) & (arr(shape.Nq) > 1)
         if not np.any(masked):
             return c
-        full = super().counts(dataclasses.replace(shape, causal=False), tiles, facts)
+        full = super()._own_counts(dataclasses.replace(shape, causal=False), tiles, facts)
         Nq, Nk, Br, Bc = (arr(x) for x in (shape.Nq, shape.Nk, tiles.Br, tiles.Bc))
         scores = np.asarray(shape.heads, float) * cdiv(Nq, Br) * cdiv(Nk, Bc) * Br * Bc   # every tile, whole
         warp = scores / 32

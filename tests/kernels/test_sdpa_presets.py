@@ -50,3 +50,20 @@ def test_cudnn_step_adds_the_tensor_pipe_half_the_exponentials_and_the_path():
     assert with_serial(k.serial) == pytest.approx(float(p.time_s))
     assert with_serial((("wgmma", "sfu", "latency"),)) > float(p.time_s)
     assert with_serial((("wgmma", ("sfu", 0.5)),)) < float(p.time_s)
+
+
+@pytest.mark.parametrize("kernel, d, compiled", [("sdpa-flash", 80, 96), ("sdpa-flash", 40, 64),
+                                                 ("sdpa-cudnn", 80, 128), ("sdpa-cudnn", 32, 64)])
+def test_a_head_dim_between_instances_computes_at_the_next_and_moves_its_own_bytes(kernel, d, compiled):
+    """A library kernel compiled for a larger head dim loops over all of its columns (the rest zero-filled):
+    its MMAs are those of the compiled head dim, its global-memory bytes the problem's."""
+    from perfmodel.kernels import get
+
+    k = get(kernel)
+    facts = k.facts("sm_90")[0]
+    own = AttentionShape(B=2, H=16, N=2048, d=d, dtype="bf16")
+    at = AttentionShape(B=2, H=16, N=2048, d=compiled, dtype="bf16")
+    tiles = k.default_tiles(own, gpu_mod.resolve("h200"))
+    got, big = k.counts(own, tiles, facts), k.counts(at, tiles, facts)
+    assert float(got.tensor_fma) == float(big.tensor_fma)
+    assert float(got.dram_read_once) == pytest.approx(float(big.dram_read_once) * d / compiled)
