@@ -72,3 +72,10 @@ def on_h100(kernel, sh):
     spec = gpu.resolve("h100")
     k = get(kernel)
     return spec, k, k.resolve(spec, sh, k.default_tiles(sh, spec))
+
+
+def one_line(r) -> str:
+    """The one line a command answered a bad input with (a CliRunner result): exit status 2 and ``error: ...``."""
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    assert r.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), r.output
+    return lines[0]

@@ -16,14 +16,9 @@ from perfmodel import api
 from perfmodel.cli import main
 from perfmodel.errors import InputError, read_text
 from perfmodel.io import write_atomic
+from util import one_line
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-
-
-def _one_line(r):
-    lines = [l for l in r.stderr.splitlines() if l.strip()]
-    assert r.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), r.output
-    return lines[0]
 
 
 @pytest.fixture
@@ -48,7 +43,7 @@ def test_one_bad_spec_file_warns_and_every_other_name_works(bad_folder):
             assert sum(name in w for w in warnings) == 1
     r = CliRunner().invoke(main, ["gpus", "--json"], env=env)
     assert r.exit_code == 0 and {g["key"] for g in json.loads(r.stdout)} >= {"mine", "rtx3090"}
-    _one_line(CliRunner().invoke(main, ["predict", "--gpu", "malformed", "--N", "512"], env=env))
+    one_line(CliRunner().invoke(main, ["predict", "--gpu", "malformed", "--N", "512"], env=env))
 
 
 def test_special_files_are_answered_in_one_line_without_hanging(tmp_path):
@@ -62,7 +57,7 @@ def test_special_files_are_answered_in_one_line_without_hanging(tmp_path):
         t.start()
         t.join(20)
         assert not t.is_alive(), f"hangs: {args}"
-        _one_line(box["r"])
+        one_line(box["r"])
 
 
 def test_read_text_caps_streams_without_a_size():
@@ -75,7 +70,7 @@ def test_read_text_caps_streams_without_a_size():
 
 @pytest.mark.parametrize("value", ["6_4", "٣", "64.000000000000001", "1e3", "0x40", "1:2_0:x2"])
 def test_sweep_ranges_read_integers_strictly(value):
-    assert "cannot read" in _one_line(CliRunner().invoke(main, ["sweep", "--gpu", "h100", "--N", value]))
+    assert "cannot read" in one_line(CliRunner().invoke(main, ["sweep", "--gpu", "h100", "--N", value]))
 
 
 def test_sweep_to_the_largest_length_is_quiet_and_finite():
@@ -89,7 +84,7 @@ def test_csv_cells_read_integers_strictly(tmp_path):
     head, row = text[0], text[1].split(",")
     row[head.split(",").index("N")] = "5_12"
     (tmp_path / "m.csv").write_text(head + "\n" + ",".join(row) + "\n")
-    assert "not an integer" in _one_line(CliRunner().invoke(main, ["validate", str(tmp_path / "m.csv")]))
+    assert "not an integer" in one_line(CliRunner().invoke(main, ["validate", str(tmp_path / "m.csv")]))
 
 
 def test_a_grid_is_counted_before_it_is_expanded(tmp_path):
@@ -97,7 +92,7 @@ def test_a_grid_is_counted_before_it_is_expanded(tmp_path):
     g.write_text("kernel: fa1\nsets:\n  - N: [" + ",".join(str(64 * i) for i in range(1, 200)) + "]\n"
                  "    B: [" + ",".join(map(str, range(1, 100))) + "]\n    H: [" + ",".join(map(str, range(1, 100)))
                  + "]\n")
-    assert "more than" in _one_line(CliRunner().invoke(main, ["measure", "--grid", str(g), "--out",
+    assert "more than" in one_line(CliRunner().invoke(main, ["measure", "--grid", str(g), "--out",
                                                                 str(tmp_path / "m.csv")]))
 
 
@@ -105,9 +100,9 @@ def test_a_grid_is_counted_before_it_is_expanded(tmp_path):
 def test_outputs_that_cannot_be_written_are_one_line(tmp_path, target):
     target = {"NOFOLDER/x.png": str(tmp_path / "no" / "x.png"), "LONG": str(tmp_path / ("a" * 300 + ".png"))}.get(
         target, target)
-    _one_line(CliRunner().invoke(main, ["sweep", "--gpu", "h100", "--N", "512", "-o",
+    one_line(CliRunner().invoke(main, ["sweep", "--gpu", "h100", "--N", "512", "-o",
                                         target if target.endswith(".png") else target]))
-    _one_line(CliRunner().invoke(main, ["bench", "--gpu", "h100", "--record", target]))
+    one_line(CliRunner().invoke(main, ["bench", "--gpu", "h100", "--record", target]))
 
 
 def test_stdout_errors_and_odd_environments_are_one_line():
@@ -176,7 +171,7 @@ def test_plot_scaling_reads_the_kernel_from_the_file(tmp_path):
                                   str(tmp_path / "x.png")])
     assert "Traceback" not in r.output and r.exit_code in (0, 2)
     if r.exit_code == 2:
-        _one_line(r)
+        one_line(r)
     r = CliRunner().invoke(main, ["plot", "scaling", "examples/measurements/h100/fa1.csv", "-o",
                                   str(tmp_path / "y.png")])
     assert r.exit_code == 0 and (tmp_path / "y.png").stat().st_size > 0
@@ -266,4 +261,4 @@ def test_special_files_as_every_input(tmp_path_factory, kind, command):
     t.start()
     t.join(20)
     assert not t.is_alive(), args
-    _one_line(box["r"])
+    one_line(box["r"])
