@@ -69,6 +69,26 @@ def dumps(obj, indent=2) -> str:
     return json.dumps(_finite(obj), indent=indent, allow_nan=False)
 
 
+def write_json(doc: dict, key: str, items, write, indent=1) -> None:
+    """Strict JSON of ``doc`` with ``doc[key]`` the list of ``items``, one item a line, each passed to ``write`` as
+    it comes: a list of millions (a sweep's --json) never sits in memory whole."""
+    mark = "\x00items"
+    head, tail = dumps({**doc, key: [mark]}, indent=indent).split(json.dumps(mark))
+    sep = "," + head[head.rindex("\n"):]            # a comma, then a new line indented as the list's items
+    encode = json.JSONEncoder(allow_nan=False).encode       # one encoder for every item, not one an item
+
+    def text(item) -> str:
+        # an item of plain numbers is encoded as it is; one holding NaN, infinity or a numpy scalar, made finite
+        try:
+            return encode(item)
+        except (TypeError, ValueError):
+            return encode(_finite(item))
+    write(head)
+    for i, item in enumerate(items):
+        write((sep if i else "") + text(item))
+    write(tail)
+
+
 def _f(x) -> float:
     return float(np.asarray(x))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import itertools
 import sys
 
 import click
@@ -77,9 +78,8 @@ def sweep(gpu_name, kernel, dtype, causal, mode, best, as_csv, as_json, limit, o
         raise InputError(f"none of the {res.size} configurations of the sweep fits {spec.name} "
                          f"({res.why_unfit()})")
     err.print(f"{res.size} configurations ({n_fit} fit {spec.key}) in {res.seconds:.3f} s")
-    rows = res.best() if best else sorted(res.rows(), key=lambda r: r[1])
-    # with --best: each problem's runner-up, to time beside the pick where the two lie close
-    runners = res.runners_up() if best else [None] * len(rows)
+    # made and written as they are read: a 2M-row --csv or --json never holds its rows (docs/cli.md, size limits)
+    n_rows, rows = res.listing(best)
     tile_axes = res.tile_axes
     swept = get_kernel(res.kernel)
 
@@ -109,7 +109,7 @@ def sweep(gpu_name, kernel, dtype, causal, mode, best, as_csv, as_json, limit, o
         w = csv.writer(sys.stdout)
         w.writerow(["kernel"] + cols[:res.n_shape] + ["dtype", "causal", "mode"] + cols[res.n_shape:]
                    + (["runner_up", "runner_up_time_s"] if best else []))
-        for (p, t, b), second in zip(rows, runners):
+        for (p, t, b), second in rows:
             extra = []
             if best:
                 what, t2 = runner(p, second)
@@ -118,23 +118,22 @@ def sweep(gpu_name, kernel, dtype, causal, mode, best, as_csv, as_json, limit, o
                        + [p[a] for a in res.tile_axes] + [f"{t:.6g}", b] + extra)
         return
     if as_json:
-        click.echo(report.dumps({"gpu": spec.key, "kernel": kernel, "dtype": dtype, "causal": causal, "mode": mode,
-                                 "configurations": res.size, "best": best,
-                                 "ceilings": res.prediction.ceilings.basis,
-                                 "rows": [dict(p, time_s=t, bound=b, **({"runner_up": None if sec is None else
-                                                                          dict(sec[0], time_s=sec[1]),
-                                                                          "pick_measured_best": _trust_json(
-                                                                              trust(t, sec and sec[1]))}
-                                                                         if best else {}))
-                                          for (p, t, b), sec in zip(rows, runners)],
-                                 **({"pick_measured_best_source": advice.SOURCE} if best else {})}, indent=1))
+        doc = {"gpu": spec.key, "kernel": kernel, "dtype": dtype, "causal": causal, "mode": mode,
+               "configurations": res.size, "best": best, "ceilings": res.prediction.ceilings.basis, "rows": None,
+               **({"pick_measured_best_source": advice.SOURCE} if best else {})}
+        items = (dict(p, time_s=t, bound=b, **({"runner_up": None if sec is None else dict(sec[0], time_s=sec[1]),
+                                                "pick_measured_best": _trust_json(trust(t, sec and sec[1]))}
+                                               if best else {}))
+                 for (p, t, b), sec in rows)
+        report.write_json(doc, "rows", items, sys.stdout.write)
+        sys.stdout.write("\n")
         return
-    shown = rows[:limit]
+    shown = list(itertools.islice(rows, limit))
     # an axis swept over one value goes into the title, not a column, so the table keeps to the terminal's width
     fixed = [a for a in res.axes if len(res.values[a]) == 1]
     varied = [a for a in res.axes if a not in fixed]
     title = (("fastest tile configuration per problem" if best else "fastest configurations")
-             + f" ({len(shown)} of {len(rows)})")
+             + f" ({len(shown)} of {n_rows})")
     if fixed:
         title += "; " + " ".join(f"{a}={res.values[a][0]}" for a in fixed)
     tab = Table(title=title, title_justify="left", show_edge=False)
@@ -142,7 +141,7 @@ def sweep(gpu_name, kernel, dtype, causal, mode, best, as_csv, as_json, limit, o
     for c in varied + ["time_s", "bound"] + (["runner-up", "its margin"] if best else []) + (
             ["pick was best"] if judged else []):
         tab.add_column(c, justify="right")
-    for (p, t, b), second in zip(shown, runners):
+    for (p, t, b), second in shown:
         extra = []
         if best:
             what, t2 = runner(p, second)
@@ -152,14 +151,14 @@ def sweep(gpu_name, kernel, dtype, causal, mode, best, as_csv, as_json, limit, o
                 extra.append("-" if tr is None else f"{tr[0]:.0%} of {tr[1]}")
         tab.add_row(*(str(p[a]) for a in varied), report.si(t, "s"), b, *extra)
     out.print(tab)
-    if best and any(s is not None for s in runners):
+    if best and any(s is not None for _, s in shown):
         err.print("runner-up: the model's second fastest tiles; where the margin is small, time both (README, tile "
                   "advice)")
     if judged:
         err.print(f"pick was best: of the measured problems at that margin, how often the pick was the fastest of "
                   f"their measured tiles (mostly three); from {advice.SOURCE}")
-    if len(rows) > len(shown):
-        err.print(f"{len(rows) - len(shown)} more rows: raise --limit, or use --csv / --json for all")
+    if n_rows > len(shown):
+        err.print(f"{n_rows - len(shown)} more rows: raise --limit, or use --csv / --json for all")
 
 
 @main.command()

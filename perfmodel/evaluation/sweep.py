@@ -21,7 +21,8 @@ from perfmodel.model import engine
 from perfmodel.shape import MAX_SIZE, AttentionShape, given_axes
 
 MAX_VALUES = 100_000                 # values of one axis
-MAX_CONFIGURATIONS = 2_000_000       # cells of a whole mesh: ~1.9 GB peak for the table (20M took 16 GB)
+MAX_CONFIGURATIONS = 2_000_000       # cells of a whole mesh (docs/cli.md, "Size limits": time and memory there)
+ROWS_AT_ONCE = 65_536                # rows of a listing made at once (SweepResult.cells)
 
 
 def _integer(t: str) -> int:
@@ -104,13 +105,41 @@ class SweepResult:
 
     def params_at(self, ix) -> list[dict]:
         """Parameter dicts of the cells at the index arrays ``ix`` (one array per axis)."""
-        cols = {a: np.asarray(self.values[a])[i] for a, i in zip(self.axes, ix)}
-        return [{a: int(cols[a][j]) for a in self.axes} for j in range(len(ix[0]))]
+        cols = [np.asarray(self.values[a])[i].tolist() for a, i in zip(self.axes, ix)]
+        return [dict(zip(self.axes, v)) for v in zip(*cols)]
+
+    def cells(self, ix):
+        """(params, time_s, bound) of the cells at the index arrays ``ix``, in their order, made ROWS_AT_ONCE
+        at a time: a listing of 2M configurations is written as it is made, never held as dicts."""
+        for s in range(0, len(ix[0]), ROWS_AT_ONCE):
+            part = tuple(i[s:s + ROWS_AT_ONCE] for i in ix)
+            yield from zip(self.params_at(part), self.time_s[part].tolist(), self.bound[part].tolist())
+
+    def fitting(self, fastest_first: bool = False):
+        """Index arrays (one per axis) of every fitting configuration, in axis order or fastest first (ties in
+        axis order)."""
+        flat = np.flatnonzero(self.fits)
+        if fastest_first:
+            flat = flat[np.argsort(self.time_s.ravel()[flat], kind="stable")]
+        return np.unravel_index(flat, self.time_s.shape)
 
     def rows(self):
         """(params, time_s, bound) for every fitting configuration, in axis order."""
-        ix = np.nonzero(self.fits)
-        return list(zip(self.params_at(ix), self.time_s[ix].tolist(), self.bound[ix].tolist()))
+        return list(self.cells(self.fitting()))
+
+    def listing(self, best: bool = False):
+        """(how many, iterator of ((params, time_s, bound), runner-up)): with ``best``, each problem's fastest
+        fitting tiles with its runner-up (runners_up), in axis order; else every fitting configuration, fastest
+        first, with None. Made as it is read (cells)."""
+        if not best:
+            ix = self.fitting(fastest_first=True)
+            return len(ix[0]), ((row, None) for row in self.cells(ix))
+        first = self._kth_fastest(0)
+        if int(np.prod(self.time_s.shape[self.n_shape:])) < 2:
+            return len(first[0]), ((row, None) for row in self.cells(first))
+        second = self._kth_fastest(1)
+        runner = ((p, t) if np.isfinite(t) else None for p, t, _ in self.cells(second))
+        return len(first[0]), zip(self.cells(first), runner)
 
     def why_unfit(self, look: int = 500) -> str:
         """Why configurations do not fit, in one line: the reason of the one (among the first ``look`` that do not)
@@ -120,7 +149,7 @@ class SweepResult:
         from perfmodel.kernels import get
 
         k, found = get(self.kernel), []
-        for p in self.unfit()[:look]:
+        for p in self.params_at(tuple(i[:look] for i in np.nonzero(~self.fits))):
             shape = self.shape_of(p)
             broken = k.first_broken(self.prediction.gpu, shape, k.Tiles(**{f: p[f] for f in k.Tiles.fields()}))
             if broken:
@@ -143,16 +172,14 @@ class SweepResult:
 
     def best(self):
         """For each problem (the shape axes' cell): the fitting tile configuration with the least predicted time."""
-        ix = self._kth_fastest(0)
-        return list(zip(self.params_at(ix), self.time_s[ix].tolist(), self.bound[ix].tolist()))
+        return [row for row, _ in self.listing(best=True)[1]]
 
     def runners_up(self):
         """For each problem of ``best`` (same order): the fitting tile configuration with the second least
         predicted time, as (params, time_s), or None where only one tile fits."""
-        if int(np.prod(self.time_s.shape[self.n_shape:])) < 2:
-            return [None] * len(self._kth_fastest(0)[0])
-        ix = self._kth_fastest(1)
-        return [(p, t) if np.isfinite(t) else None for p, t in zip(self.params_at(ix), self.time_s[ix].tolist())]
+        return [second for _, second in self.listing(best=True)[1]]
+
+
 
 def run(gpu: GPUSpec, kernel: Kernel, cal: Calibration, values: dict, dtype: str = "fp32",
         causal: bool = False, explore: bool = True, mode: str = "fwd") -> SweepResult:
