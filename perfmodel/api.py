@@ -117,6 +117,23 @@ def predict(gpu="h100", kernel: str = DEFAULT, B=DEFAULT_SIZES["B"], H=DEFAULT_S
                   times_s={r: float(np.asarray(v)) for r, v in p.timing.times_s.items()}, prediction=p)
 
 
+def _axis(name: str, v):
+    """One sweep axis's values as a sequence, none read yet: a list, tuple, range or 1-d array as it is; any
+    other value (a string included) is one value."""
+    if isinstance(v, np.ndarray):
+        if v.ndim > 1:
+            raise InputError(f"{name}: a list of values, not an array of shape {v.shape}")
+        return v.reshape(-1)
+    return v if isinstance(v, (list, tuple, range)) else [v]
+
+
+def _axis_value(name: str, x) -> int:
+    """One value of a sweep axis: an integer (positive_int); a list inside the list is refused in one line."""
+    if isinstance(x, (list, tuple, range)) or (isinstance(x, np.ndarray) and x.ndim > 0):
+        raise InputError(f"{name}: a list of values, not a list of lists")
+    return positive_int(name, x, lo=0 if name == "pad" else 1)
+
+
 def sweep(gpu="h100", kernel: str = DEFAULT, calibration=None, dtype=None, causal=False, explore=True, mode="fwd",
           **axes):
     """Predict every combination of the given lists (B, H, Hkv, N or Nq and Nk, d, and the kernel's tile fields; a
@@ -135,9 +152,12 @@ def sweep(gpu="h100", kernel: str = DEFAULT, calibration=None, dtype=None, causa
     if "N" not in given and not ({"Nq", "Nk"} & set(given)):
         given["N"] = DEFAULT_SIZES["N"]
     axes = {**{a: v for a, v in DEFAULT_SIZES.items() if a != "N"}, **given}
-    empty = [a for a, v in axes.items() if np.size(v) == 0]
+    axes = {a: _axis(a, v) for a, v in axes.items()}
+    empty = [a for a, v in axes.items() if len(v) == 0]
     if empty:
         raise InputError(f"{empty[0]}: no values to sweep")
-    values = {a: [positive_int(a, x, lo=0 if a == "pad" else 1) for x in np.atleast_1d(v)] for a, v in axes.items()}
+    # counted before a value is read: N=np.arange(1, 20_000_001) is one line at once, not seconds and gigabytes
+    sw.check_size({a: len(v) for a, v in axes.items()}, more=True)
+    values = {a: [_axis_value(a, x) for x in v] for a, v in axes.items()}
     return sw.run(spec, k, load_calibration(spec, calibration), values, dtype=shape_probe.dtype,
                   causal=shape_probe.causal, explore=explore, mode=shape_probe.mode)

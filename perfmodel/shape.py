@@ -141,7 +141,11 @@ def positive_int(name: str, value, lo: int = 1) -> int:
     '1e3'); InputError otherwise, '6_4' and '64.000000000000001' included."""
     from decimal import Decimal, InvalidOperation
 
-    bad = InputError(f"{name} must be an integer, got {value!r}")
+    if isinstance(value, (list, tuple, range)) or (isinstance(value, np.ndarray) and value.ndim > 0):
+        n = value.size if isinstance(value, np.ndarray) else len(value)
+        raise InputError(f"{name} must be one integer, got {n} value{'s' * (n != 1)} (perfmodel.sweep takes lists)")
+    shown = lambda x: x if len(x) <= 60 else x[:57] + "..."        # a message stays one readable line
+    bad = InputError(f"{name} must be an integer, got {shown(repr(value))}")
     if isinstance(value, (bool, np.bool_)):
         raise bad
     if isinstance(value, (float, np.floating)):
@@ -159,7 +163,7 @@ def positive_int(name: str, value, lo: int = 1) -> int:
         if not exact.is_finite() or exact != exact.to_integral_value():
             raise bad
         if abs(exact) > 2 * MAX_SIZE:
-            raise InputError(f"{name} = {text} is too large (at most {MAX_SIZE})")
+            raise InputError(f"{name} = {shown(text)} is too large (at most {MAX_SIZE})")
         value = int(exact)
     value = int(value)
     if value < lo:

@@ -180,6 +180,18 @@ class SweepResult:
         return [second for _, second in self.listing(best=True)[1]]
 
 
+def check_size(counts: dict, more: bool = False) -> None:
+    """InputError, in one line, where an axis (name -> its number of values) holds more than MAX_VALUES values or
+    the mesh more than MAX_CONFIGURATIONS cells; counted before anything is expanded. ``more``: the counts leave
+    axes out (the size is a lower bound)."""
+    size = int(np.prod([float(n) for n in counts.values()]))
+    if size > MAX_CONFIGURATIONS:
+        raise InputError(f"{'at least ' if more else ''}{size} configurations: a sweep holds at most "
+                         f"{MAX_CONFIGURATIONS}; narrow the ranges")
+    for a, n in counts.items():
+        if n > MAX_VALUES:
+            raise InputError(f"{a}: {n} values; a sweep's axis holds at most {MAX_VALUES}")
+
 
 def run(gpu: GPUSpec, kernel: Kernel, cal: Calibration, values: dict, dtype: str = "fp32",
         causal: bool = False, explore: bool = True, mode: str = "fwd") -> SweepResult:
@@ -210,9 +222,7 @@ def run(gpu: GPUSpec, kernel: Kernel, cal: Calibration, values: dict, dtype: str
     if extra:
         raise InputError(f"kernel {kernel.name} has no tile parameter '{extra[0]}' (its tiles: "
                          f"{', '.join(kernel.Tiles.fields())})")
-    size = int(np.prod([len(v) for v in vals.values()], dtype=np.float64))
-    if size > MAX_CONFIGURATIONS:
-        raise InputError(f"{size} configurations: a sweep holds at most {MAX_CONFIGURATIONS}; narrow the ranges")
+    check_size({a: len(v) for a, v in vals.items()})
     arrays = {}
     for i, a in enumerate(axes):
         shp = [1] * len(axes)

@@ -8,6 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -188,6 +189,7 @@ def test_bench_prints_a_table_and_json_on_request():
 
 ODD = st.one_of(st.integers(-3, 10 ** 12), st.floats(allow_nan=True, allow_infinity=True), st.booleans(),
                 st.binary(max_size=8), st.text(max_size=8), st.none(), st.lists(st.integers(), max_size=2),
+                st.lists(st.lists(st.integers(1, 4096), max_size=3), max_size=3), st.just(np.array([[64, 128]])),
                 st.just(Path("gpus/h100-sxm.yaml")), st.just(Path("/nonexistent.yaml")), st.just(Path("/dev/zero")))
 
 

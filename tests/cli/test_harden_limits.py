@@ -1,17 +1,21 @@
-"""Issue 61, size limits: a sweep's --csv and --json are written as they are made, and --json stays the strict
-JSON document it was."""
+"""Issue 61, size limits: a sweep's --csv and --json are written as they are made, the API counts a sweep before
+it reads its values, and `measure --grid` counts a grid before it expands it."""
 
 import csv
 import io
 import json
 import sys
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
+import perfmodel
 from perfmodel import api, report
 from perfmodel.cli import main
+from perfmodel.errors import InputError
 from perfmodel.evaluation import sweep
+from util import one_line
 
 SWEEP = ["sweep", "--gpu", "h100", "--kernel", "fa1", "--B", "1,2", "--N", "128:2048:x2", "--d", "32,64"]
 
@@ -70,3 +74,68 @@ def test_json_written_in_pieces_is_the_document(items):
     doc = json.loads("".join(parts))
     assert doc == {"x": 1, "rows": report._finite(items), "y": [2]}
     assert len(parts) == 2 + len(items)
+
+
+def test_the_api_counts_a_sweep_before_it_reads_a_value(monkeypatch):
+    read = []
+    monkeypatch.setattr(api, "positive_int", lambda *a, **k: read.append(a))
+    for axes, needle in ((dict(N=np.arange(1, 20_000_001)), "at least 20000000 configurations"),
+                         (dict(N=range(1, 20_000_001)), "at least 20000000 configurations"),
+                         (dict(B=range(1, 2001), N=list(range(1, 2001))), "at least 4000000 configurations")):
+        with pytest.raises(InputError) as e:
+            perfmodel.sweep(gpu="h100", kernel="fa2", **axes)
+        assert needle in str(e.value) and "\n" not in str(e.value) and "at most 2000000" in str(e.value)
+    assert read == []
+
+
+def test_a_sweep_at_the_limit_is_refused_with_its_whole_size():
+    # 160,000 problems alone are allowed; the fa1 tiles the sweep explores (4 x 4) take it past the limit
+    with pytest.raises(InputError, match="^2560000 configurations") as e:
+        perfmodel.sweep(gpu="h100", kernel="fa1", N=range(1, 20_001), d=list(range(1, 9)))
+    with pytest.raises(InputError, match="N: 100001 values; a sweep's axis holds at most 100000"):
+        perfmodel.sweep(gpu="h100", kernel="fa1", N=range(1, 100_002), Br=16, Bc=16)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("N,needle", [([[128, 256], [512]], "N: a list of values, not a list of lists"),
+                                      ([[128, 256], [512, 1024]], "N: a list of values, not a list of lists"),
+                                      ([128, np.array([256])], "N: a list of values, not a list of lists"),
+                                      (np.array([[128, 256]]), r"N: a list of values, not an array of shape \(1, 2\)")])
+def test_a_sweep_axis_is_a_flat_list(N, needle):
+    with pytest.raises(InputError, match="^" + needle + "$"):
+        perfmodel.sweep(gpu="h100", kernel="fa1", N=N)
+
+
+def test_a_sweep_axis_takes_lists_tuples_ranges_arrays_and_one_value():
+    for N in ([128, 256], (128, 256), range(128, 257, 128), np.array([128, 256]), "128", 128, np.int64(128)):
+        res = perfmodel.sweep(gpu="h100", kernel="fa1", N=N, Br=16, Bc=16)
+        assert res.values["N"] == ([128] if np.ndim(N) == 0 else [128, 256])
+
+
+@pytest.mark.parametrize("N", [np.arange(1, 20_000_001), [1, 2], (3,), [[1, 2], [3]]])
+def test_predict_takes_one_size_and_says_so_in_a_short_line(N):
+    with pytest.raises(InputError, match=r"^N must be one integer, got \d+ values? \(perfmodel.sweep takes lists\)$"):
+        perfmodel.predict(gpu="h100", kernel="fa2", N=N)
+
+
+def test_a_long_bad_size_is_shown_cut():
+    with pytest.raises(InputError) as e:
+        perfmodel.predict(gpu="h100", kernel="fa2", N="9" * 10_000)
+    assert len(str(e.value)) < 120
+    with pytest.raises(InputError) as e:
+        perfmodel.predict(gpu="h100", kernel="fa2", N="x" * 10_000)
+    assert len(str(e.value)) < 120
+
+
+def test_measure_counts_a_grid_before_expanding_it(tmp_path, monkeypatch):
+    from perfmodel.measure import grid
+
+    made = []
+    monkeypatch.setattr(grid, "make_shape", lambda *a, **k: made.append(a))
+    g = tmp_path / "g.yaml"
+    g.write_text("kernel: fa1\nsets:\n  - {B: [%s], H: [%s], N: [64, 128]}\n"
+                 % (", ".join(map(str, range(1, 1002))), ", ".join(map(str, range(1, 501)))))
+    r = CliRunner().invoke(main, ["measure", "--grid", str(g), "--out", str(tmp_path / "m.csv")])
+    assert "more than 1,000,000 configurations" in one_line(r)
+    assert made == []
+    assert not (tmp_path / "m.csv").exists()
