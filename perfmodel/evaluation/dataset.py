@@ -13,8 +13,10 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from collections import defaultdict
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -36,27 +38,50 @@ def problem_keys(cols: dict, dtype, causal, mode=None) -> list:
     return list(zip(*(cols[a] for a in AXES), dtype, causal, mode))
 
 
-def _cells(row: dict):
-    """A row's cell as text (blank where absent), and its two lengths (each N where the row gives only N)."""
-    cell = lambda k: str(row.get(k) if row.get(k) is not None else "").strip()
-    return cell, cell("Nq") or cell("N"), cell("Nk") or cell("N")
+def _columns_text(rows, names) -> dict:
+    """Each named column of ``rows`` as text, stripped (blank where absent), and the two lengths Nq and Nk (each N
+    where a row gives only N)."""
+    def texts(k):
+        try:
+            cells = list(map(itemgetter(k), rows))      # every row has the column: twice as fast as get
+        except KeyError:
+            cells = [r.get(k, "") for r in rows]
+        try:
+            return list(map(str.strip, cells))
+        except TypeError:               # a row a caller made, with None or a number in a cell
+            return ["" if v is None else str(v).strip() for v in cells]
+    cols = {k: texts(k) for k in names}
+    for k in ("Nq", "Nk"):
+        cols[k] = [own or n for own, n in zip(cols[k], cols["N"])]
+    return cols
+
+
+def _plain(H, Hkv, nq, nk, mode, splits) -> bool:
+    return Hkv in ("", H) and nq == nk and (mode or "fwd") == "fwd" and splits in ("", "1")
 
 
 def plain_row(row: dict) -> bool:
     """Whether a row is the plain problem the one-length schema holds: the forward, Nq = Nk, Hkv = H, one split."""
-    cell, nq, nk = _cells(row)
-    return (cell("Hkv") in ("", cell("H"))) and nq == nk and (cell("mode") or "fwd") == "fwd" and (
-        cell("splits") in ("", "1"))
+    c = _columns_text([row], ("H", "Hkv", "N", "Nq", "Nk", "mode", "splits"))
+    return _plain(*(c[k][0] for k in ("H", "Hkv", "Nq", "Nk", "mode", "splits")))
+
+
+def split_keys(rows) -> list[str]:
+    """The text that decides each row's split: a plain row's KEY columns as written; a row of grouped heads, of
+    Nq != Nk or of another mode names Hkv, Nq, Nk and mode as well. Made a column at a time."""
+    c = _columns_text(rows, KEY + ("Hkv", "Nq", "Nk", "mode", "splits"))
+    keys = list(map(",".join, zip(*(c[k] for k in ("kernel", "B", "H", "Nq", "d") + TILE_COLUMNS))))
+    for i, (H, Hkv, nq, nk, mode, splits) in enumerate(zip(*(c[k] for k in ("H", "Hkv", "Nq", "Nk", "mode",
+                                                                            "splits")))):
+        if not _plain(H, Hkv, nq, nk, mode, splits):
+            keys[i] = ",".join([c[k][i] for k in ("kernel", "B", "H")] + [Hkv or H, nq, nk, c["d"][i]]
+                               + [c[k][i] for k in TILE_COLUMNS] + [splits or "1", mode or "fwd"])
+    return keys
 
 
 def split_key(row: dict) -> str:
-    """The text that decides a row's split: the plain row's KEY columns as written; a row of grouped heads, of
-    Nq != Nk or of another mode names Hkv, Nq, Nk and mode as well."""
-    cell, nq, nk = _cells(row)
-    if plain_row(row):
-        return ",".join(nq if k == "N" else cell(k) for k in KEY)
-    return ",".join([cell("kernel"), cell("B"), cell("H"), cell("Hkv") or cell("H"), nq, nk, cell("d")]
-                    + [cell(k) for k in TILE_COLUMNS] + [cell("splits") or "1", cell("mode") or "fwd"])
+    """split_keys of one row."""
+    return split_keys([row])[0]
 
 
 @dataclass(frozen=True)
@@ -124,8 +149,6 @@ class MeasurementSet:
 
 
 def _int(v, where, lo=0) -> int:
-    import re
-
     t = str(v).strip()
     try:
         if not re.fullmatch(r"[+-]?[0-9]{1,30}", t):        # int() takes '6_4' and non-ASCII digits
@@ -157,11 +180,113 @@ def _bool(v, where) -> bool:
     raise InputError(f"{where}: not a boolean: {v!r}")
 
 
+def _one_of(known, what):
+    """A reader of a cell naming one of ``known`` (a dtype, a mode)."""
+    def read(v, where):
+        if v not in known:
+            extra = f" (known: {', '.join(known)})" if what == "mode" else ""
+            raise InputError(f"{where}: unknown {what} {v!r}{extra}")
+        return v
+    return read
+
+
+def _fast_times(texts):
+    try:
+        x = np.fromiter(map(float, texts), float, len(texts))
+    except (TypeError, ValueError):
+        return None
+    bad = ~np.isfinite(x) | (x <= 0)
+    return np.where(bad, 1.0, x), bad
+
+
+def _fast_lookup(read):
+    """A whole column at once, each distinct cell read once (None where one is refused): a million rows hold a
+    few thousand distinct sizes, tiles and names."""
+    def fast(texts):
+        distinct = list(set(texts))
+        try:
+            values = np.array([read(t, "") for t in distinct])
+        except InputError:
+            return None
+        code = {t: i for i, t in enumerate(distinct)}
+        return values[np.fromiter(map(code.__getitem__, texts), np.intp, len(texts))], np.zeros(len(texts), bool)
+    return fast
+
+
+def _column(texts, read, fast):
+    """(values, mask of the refused cells) of a column of cells: ``fast(texts)`` where it reads the column whole,
+    else ``read(cell, where)`` cell by cell."""
+    got = fast(texts)
+    if got is not None:
+        return got
+    vals, bad = [], np.zeros(len(texts), bool)
+    for i, t in enumerate(texts):
+        try:
+            vals.append(read(t, ""))
+        except InputError:
+            vals.append(1)
+            bad[i] = True
+    return np.array(vals), bad
+
+
+def _columns(rows: list) -> tuple:
+    """(cols, dtype, causal, mode, median seconds) of one group's rows, read a column at a time. The first bad
+    cell, in the order a reader going row by row would meet it, is a one-line InputError naming its file, line
+    and column."""
+    n = len(rows)
+    where = lambda i, c: f"{rows[i]['_file']}, line {rows[i]['_line']}, column {c}"
+    checks = []                 # per check, in a row's order: (first refused row, or n; raises that row's error)
+
+    def check(bad, fail):
+        hit = np.flatnonzero(bad)
+        checks.append((int(hit[0]) if hit.size else n, fail))
+
+    def column(texts, read, fast, name=lambda i, c: c, c=""):
+        vals, bad = _column(texts, read, fast)
+        check(bad, lambda i: read(texts[i], where(i, name(i, c))))
+        return vals
+
+    def ints(texts, c, lo=1, name=lambda i, c: c):
+        read = lambda v, w: _int(v, w, lo)
+        return column(texts, read, _fast_lookup(read), name, c).astype(np.int64)
+
+    cols = {c: ints(list(map(itemgetter(c), rows)), c, lo=0 if c == "pad" else 1) for c in ("B", "H", "d")
+            + TILE_COLUMNS}
+    for c, default in (("Nq", "N"), ("Nk", "N"), ("Hkv", "H")):
+        texts = [r.get(c) or r.get(default) or "" for r in rows]
+
+        def neither(i, c=c, default=default):
+            raise InputError(f"{where(i, c)}: the row gives neither {c} nor {default}")
+        check([t == "" for t in texts], neither)
+        cols[c] = ints(texts, c, name=lambda i, c, default=default: c if rows[i].get(c) else default)
+    cols["splits"] = ints([r.get("splits") or "1" for r in rows], "splits")
+    H, Hkv = cols["H"], cols["Hkv"]
+
+    def heads(i):
+        raise InputError(f"{where(i, 'Hkv')}: H={H[i]} is not a multiple of Hkv={Hkv[i]}")
+    check(H % Hkv != 0, heads)
+    cols["regs_per_thread"] = ints([r.get("regs_per_thread") or "0" for r in rows], "regs_per_thread", lo=0)
+    strings = {"dtype": (_one_of(DTYPES, "dtype"), "fp32"), "causal": (_bool, ""), "mode": (_one_of(MODES, "mode"),
+                                                                                              "fwd")}
+    got = {}
+    for c, (read, default) in strings.items():
+        texts = [r.get(c, "") if c == "causal" else (r.get(c) or default).strip() for r in rows]
+        got[c] = column(texts, read, _fast_lookup(read), c=c)
+    ms = column(list(map(itemgetter("median_ms"), rows)), _time_ms, _fast_times, c="median_ms")
+    first, fail = min(checks, key=lambda x: x[0])           # min keeps the earliest check of a row
+    if first < n:
+        fail(first)
+    cols["N"] = cols["Nq"]            # the one length of square rows, as the files before Nq and Nk name it
+    return cols, got["dtype"].astype(str), got["causal"].astype(bool), got["mode"].astype(str), ms * 1e-3
+
+
 def read_rows(path: Path) -> tuple[list[dict], list[str]] | None:
     """The rows and columns of one CSV; None for a skip list (``.skipped.csv``: configurations not measured)."""
     text = read_text(path, "measurement file")
-    reader = csv.DictReader(io.StringIO("".join(l for l in text.splitlines(keepends=True) if not l.startswith("#"))))
-    fields = reader.fieldnames or []
+    if "#" in text:                     # comment lines are dropped (a file without '#' is read as it is)
+        text = "".join([l for l in text.splitlines(keepends=True) if not l.startswith("#")])
+    reader = csv.reader(io.StringIO(text))
+    fields = next(reader, [])
     missing = [c for c in REQUIRED if c not in fields]
     if not missing and "N" not in fields and not {"Nq", "Nk"} <= set(fields):
         missing = ["N"]
@@ -169,11 +294,13 @@ def read_rows(path: Path) -> tuple[list[dict], list[str]] | None:
         return None
     if missing:
         raise InputError(f"{path}: not a measurement CSV (missing column '{missing[0]}')")
-    rows = []
-    for i, r in enumerate(reader, start=2):
-        if None in r or any(v is None for v in r.values()):
-            raise InputError(f"{path}, line {i}: the row has {'more' if None in r else 'fewer'} cells than the header")
-        r["_file"], r["_line"] = str(path), i
+    rows, name = [], str(path)
+    for i, cells in enumerate((c for c in reader if c), start=2):        # blank lines skipped, as csv.DictReader
+        if len(cells) != len(fields):
+            raise InputError(f"{path}, line {i}: the row has {'more' if len(cells) > len(fields) else 'fewer'} "
+                             f"cells than the header")
+        r = dict(zip(fields, cells))
+        r["_file"], r["_line"] = name, i
         rows.append(r)
     return rows, fields
 
@@ -196,34 +323,7 @@ def load(paths, note=None) -> list[MeasurementSet]:
     out = []
     for (kernel, gpu_name), rows in sorted(groups.items()):
         kernels.get(kernel)                                 # an unknown kernel is an error here
-        cols = {c: np.empty(len(rows), np.int64) for c in AXES + TILE_COLUMNS + ("splits", "regs_per_thread")}
-        dtype, causal, mode, ms = [], [], [], np.empty(len(rows))
-        for i, r in enumerate(rows):
-            where = lambda c: f"{r['_file']}, line {r['_line']}, column {c}"
-            given = lambda c: r.get(c) not in (None, "")
-            for c in ("B", "H", "d") + TILE_COLUMNS:
-                cols[c][i] = _int(r[c], where(c), lo=0 if c == "pad" else 1)
-            for c, default in (("Nq", "N"), ("Nk", "N"), ("Hkv", "H")):
-                src = c if given(c) else default
-                if not given(src):
-                    raise InputError(f"{where(c)}: the row gives neither {c} nor {default}")
-                cols[c][i] = _int(r[src], where(src), lo=1)
-            cols["splits"][i] = _int(r["splits"], where("splits"), lo=1) if given("splits") else 1
-            if cols["H"][i] % cols["Hkv"][i]:
-                raise InputError(f"{where('Hkv')}: H={cols['H'][i]} is not a multiple of Hkv={cols['Hkv'][i]}")
-            cols["regs_per_thread"][i] = _int(r["regs_per_thread"], where("regs_per_thread"), 0) \
-                if r.get("regs_per_thread") not in (None, "") else 0
-            dt = (r.get("dtype") or "fp32").strip()
-            if dt not in DTYPES:
-                raise InputError(f"{where('dtype')}: unknown dtype {dt!r}")
-            dtype.append(dt)
-            causal.append(_bool(r.get("causal", ""), where("causal")))
-            md = (r.get("mode") or "fwd").strip()
-            if md not in MODES:
-                raise InputError(f"{where('mode')}: unknown mode {md!r} (known: {', '.join(MODES)})")
-            mode.append(md)
-            ms[i] = _time_ms(r["median_ms"], where("median_ms"))
-        cols["N"] = cols["Nq"]            # the one length of square rows, as the files before Nq and Nk name it
-        out.append(MeasurementSet(kernel, gpu_name, rows, cols, np.array(dtype), np.array(causal, bool),
-                                  ms * 1e-3, tuple(sorted({r["_file"] for r in rows})), np.array(mode)))
+        cols, dtype, causal, mode, ms = _columns(rows)
+        out.append(MeasurementSet(kernel, gpu_name, rows, cols, dtype, causal, ms,
+                                  tuple(sorted({r["_file"] for r in rows})), mode))
     return out

@@ -26,7 +26,7 @@ import zlib
 import numpy as np
 
 from perfmodel.errors import InputError
-from perfmodel.evaluation.dataset import MeasurementSet, split_key
+from perfmodel.evaluation.dataset import MeasurementSet, split_keys
 from perfmodel.hw.calibration import FIT_START, Calibration
 from perfmodel.hw.gpu import GPUSpec
 
@@ -36,7 +36,12 @@ SPLIT_RULE = 'crc32("kernel,B,H,N,d,Br,Bc,threads,pad") % 4 == 0'
 
 
 def in_training_split(row: dict) -> bool:
-    return zlib.crc32(split_key(row).encode()) % 4 == 0
+    return bool(training_mask([row])[0])
+
+
+def training_mask(rows) -> np.ndarray:
+    """Which of ``rows`` lie in the training split (in_training_split), as a bool array."""
+    return np.array([zlib.crc32(k.encode()) % 4 == 0 for k in split_keys(rows)], bool)
 
 
 def _predict(gpu, cal, ms: MeasurementSet, costs):
@@ -110,7 +115,7 @@ def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60
         raise InputError(f"{ms.kernel} fits nothing after its path costs (Kernel.fit_after): nothing to fit with "
                          f"them held")
     chosen = train is not None
-    train = ms.select(np.asarray(train, bool) if chosen else np.array([in_training_split(r) for r in ms.rows], bool))
+    train = ms.select(np.asarray(train, bool) if chosen else training_mask(ms.rows))
     if len(train) < 3 * len(features):
         raise InputError(f"only {len(train)} training rows for {ms.kernel}; a fit of {len(features)} costs "
                          f"needs at least {3 * len(features)}")

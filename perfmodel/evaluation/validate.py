@@ -9,7 +9,7 @@ import numpy as np
 
 from perfmodel.errors import InputError
 from perfmodel.evaluation.dataset import MeasurementSet, problem_keys
-from perfmodel.evaluation.fit import in_training_split
+from perfmodel.evaluation.fit import training_mask
 from perfmodel.hw import calibration as cal_mod, gpu as gpu_mod
 from perfmodel.kernels import get as get_kernel
 from perfmodel.model import engine, seed
@@ -141,7 +141,7 @@ def split_mask(ms: MeasurementSet, split: str) -> np.ndarray:
         raise InputError(f"unknown split '{split}'; known: {', '.join(SPLITS)}")
     if split == "all":
         return np.ones(len(ms), bool)
-    train = np.array([in_training_split(r) for r in ms.rows], bool)
+    train = training_mask(ms.rows)
     return train if split == "train" else ~train
 
 

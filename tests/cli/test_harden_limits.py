@@ -1,5 +1,6 @@
 """Issue 61, size limits: a sweep's --csv and --json are written as they are made, the API counts a sweep before
-it reads its values, and `measure --grid` counts a grid before it expands it."""
+it reads its values, `measure --grid` counts a grid before it expands it, and a measurement CSV is read a column
+at a time."""
 
 import csv
 import io
@@ -139,3 +140,75 @@ def test_measure_counts_a_grid_before_expanding_it(tmp_path, monkeypatch):
     assert "more than 1,000,000 configurations" in one_line(r)
     assert made == []
     assert not (tmp_path / "m.csv").exists()
+
+
+FA1 = "examples/measurements/h100/fa1.csv"
+
+
+def _csv(tmp_path, edits=(), rows=8, extra=()):
+    """The first ``rows`` rows of the H100 fa1 file, with cells replaced: (row index, column, text); ``extra``:
+    columns added, blank."""
+    src = list(csv.DictReader(open(FA1)))[:rows]
+    fields = list(src[0]) + list(extra)
+    for i, c, v in edits:
+        src[i][c] = v
+    p = tmp_path / "m.csv"
+    with open(p, "w", newline="") as f:
+        w = csv.DictWriter(f, fields, restval="")
+        w.writeheader()
+        w.writerows(src)
+    return p
+
+
+@pytest.mark.parametrize("edits,extra,needle", [
+    # the earlier row wins, whatever its column
+    ([(2, "median_ms", "x"), (4, "B", "x")], (), "line 4, column median_ms: not a number"),
+    ([(4, "median_ms", "x"), (2, "pad", "-1")], (), "line 4, column pad: -1 is out of range"),
+    # in one row, the cell read first wins
+    ([(3, "d", "6_4"), (3, "B", "0")], (), "line 5, column B: 0 is out of range"),
+    ([(1, "dtype", "fp64"), (1, "H", "3"), (1, "Hkv", "2")], ("Hkv",), "line 3, column Hkv: H=3 is not a multiple"),
+    ([(1, "dtype", "fp64"), (1, "causal", "maybe")], ("causal",), "line 3, column dtype: unknown dtype 'fp64'"),
+    ([(5, "N", ""), (6, "N", "")], ("Nq", "Nk"), "line 7, column Nq: the row gives neither Nq nor N"),
+    ([(5, "N", ""), (5, "Nq", "12x")], ("Nq", "Nk"), "line 7, column Nq: not an integer: '12x'"),
+    ([(0, "mode", "sideways")], ("mode",), "line 2, column mode: unknown mode 'sideways' (known: fwd, bwd, fwd_bwd)"),
+])
+def test_a_file_read_a_column_at_a_time_names_the_first_bad_cell_a_row_reader_would(tmp_path, edits, extra, needle):
+    from perfmodel.evaluation import dataset
+
+    with pytest.raises(InputError) as e:
+        dataset.load([_csv(tmp_path, edits, extra=extra)])
+    assert str(e.value).startswith(f"{tmp_path / 'm.csv'}, {needle}")
+
+
+def test_each_distinct_cell_is_read_once(tmp_path, monkeypatch):
+    from perfmodel.evaluation import dataset
+
+    rows = list(csv.DictReader(open(FA1)))
+    p = tmp_path / "m.csv"
+    with open(p, "w", newline="") as f:
+        w = csv.DictWriter(f, list(rows[0]))
+        w.writeheader()
+        w.writerows(rows * 4)
+    calls = []
+    read = dataset._int
+    monkeypatch.setattr(dataset, "_int", lambda *a, **k: calls.append(a[0]) or read(*a, **k))
+    (ms,) = dataset.load([p])
+    assert len(ms) == 4 * len(rows)
+    assert len(calls) < len(rows)                # a row reader would read each of its cells: 12 a row
+    assert (ms.cols["B"] == np.tile(np.array([int(r["B"]) for r in rows]), 4)).all()
+
+
+def test_blank_lines_and_short_rows_read_as_before(tmp_path):
+    from perfmodel.evaluation import dataset
+
+    p = _csv(tmp_path, rows=4)
+    lines = p.read_text().splitlines(keepends=True)
+    p.write_text("".join(lines[:2] + ["\n", "# a note\n"] + lines[2:]))
+    (ms,) = dataset.load([p])
+    assert len(ms) == 4 and [r["_line"] for r in ms.rows] == [2, 3, 4, 5]
+    p.write_text("".join(lines[:3] + [lines[3].rstrip("\n") + ",9\n"]))
+    with pytest.raises(InputError, match=r"line 4: the row has more cells than the header"):
+        dataset.load([p])
+    p.write_text("".join(lines[:3] + [lines[3].split(",", 1)[1]]))
+    with pytest.raises(InputError, match=r"line 4: the row has fewer cells than the header"):
+        dataset.load([p])
