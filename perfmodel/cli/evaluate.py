@@ -176,8 +176,11 @@ def fit(files, kernel, gpu_name, cal_path, from_path, ranking_share, after_only,
         result["training"]["data"] = list(ms.files)
         result["training"]["command"] = _command()
     _rewrite_calibration(cal_path, kernel, result)
-    fitted = result["training"].get("fitted_after", result["training"])
-    err.print(f"{kernel}: {result['training']['rows']} training rows, MAPE on them "
-              f"{fitted['mape_on_training_rows']:.1f}%; costs "
+    t = result["training"]
+    fitted = t.get("fitted_after", t)
+    # past fit.MAX_FIT_ROWS the least squares fit a sample of whole problems: said here and in the calibration
+    taken = (f" (the least squares fitted {fitted['rows_fitted']} of them, whole problems: rows_fitted_rule)"
+             if "rows_fitted" in fitted else "")
+    err.print(f"{kernel}: {t['rows']} training rows, MAPE on them {fitted['mape_on_training_rows']:.1f}%{taken}; costs "
               + ", ".join(f"{k}={v:.3g}" for k, v in result["costs"].items()))
     err.print(f"wrote path_fits.{kernel} into {cal_path}; score it with: perfmodel validate FILE.csv (held-out rows)")

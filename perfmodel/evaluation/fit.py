@@ -29,6 +29,7 @@ from perfmodel.errors import InputError
 from perfmodel.evaluation.dataset import MeasurementSet, split_keys
 from perfmodel.hw.calibration import FIT_START, Calibration
 from perfmodel.hw.gpu import GPUSpec
+from perfmodel.shape import AXES
 
 # the rule a calibration records for its training split; rows of grouped heads, Nq != Nk or another mode hash
 # "kernel,B,H,Hkv,Nq,Nk,d,Br,Bc,threads,pad,mode" under it (dataset.split_key)
@@ -52,6 +53,27 @@ def _predict(gpu, cal, ms: MeasurementSet, costs):
     fits = dict(cal.path_fits)
     fits[get(ms.kernel).fit_key_for(ms.mode[0] if len(ms) else "fwd")] = {"costs": costs}
     return predict_set(ms, gpu, dataclasses.replace(cal, path_fits=fits))[0]
+
+
+# the training rows a fit's least squares take at most: far more than any measured campaign's (a few hundred a
+# kernel), few enough that a fit on a million-row file takes seconds (docs/cli.md, "Size limits")
+MAX_FIT_ROWS = 10_000
+SAMPLE_RULE = (f"whole problems in the order of crc32 of 'B,H,Hkv,Nq,Nk,d,dtype,causal,mode', up to "
+               f"{MAX_FIT_ROWS} rows")
+
+
+def fitted_rows(train: MeasurementSet) -> MeasurementSet:
+    """The rows a fit's least squares take: every training row up to MAX_FIT_ROWS; beyond, the rows of whole
+    problems (so tiles are still ranked against each other) by SAMPLE_RULE, which does not depend on the files'
+    order."""
+    if len(train) <= MAX_FIT_ROWS:
+        return train
+    cols = [train.cols[a].tolist() for a in AXES] + [train.dtype.tolist(), train.causal.tolist(), train.mode.tolist()]
+    crc = np.array([zlib.crc32(",".join(map(str, p)).encode()) for p in zip(*cols)])
+    _, problem, rows = np.unique(crc, return_inverse=True, return_counts=True)
+    taken = np.cumsum(rows) <= MAX_FIT_ROWS
+    taken[0] = True
+    return train.select(taken[problem])
 
 
 def problem_pairs(ms: MeasurementSet) -> np.ndarray:
@@ -99,7 +121,9 @@ def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60
     the same rows, with the first fit's costs held: a term that only some launches pay, fitted after the costs
     that every launch pays, moves no launch outside it. Where ``extra_features`` names one, the first fit fits it.
     ``hold``: fit only the ``fit_after``, the calibration's costs of the kernel's other features held (``perfmodel
-    fit --after-only``: a calibration's recorded first fit stays as it is)."""
+    fit --after-only``: a calibration's recorded first fit stays as it is). Of more than MAX_FIT_ROWS training
+    rows, the least squares take whole problems up to that many (fitted_rows, recorded as rows_fitted); the
+    recorded percent error is over every training row."""
     if not 0 <= ranking_share < 1:
         raise InputError(f"the ranking share is a fraction in [0, 1), not {ranking_share}")
     from perfmodel.kernels import get
@@ -119,34 +143,41 @@ def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60
     if len(train) < 3 * len(features):
         raise InputError(f"only {len(train)} training rows for {ms.kernel}; a fit of {len(features)} costs "
                          f"needs at least {3 * len(features)}")
-    meas = train.measured_s
     modes = sorted(set(ms.mode.tolist()))
     if len(modes) != 1:
         raise InputError(f"rows of several modes ({', '.join(modes)}): fit one pass at a time (--mode)")
     base = cal.path_costs(kernel.fit_key_for(modes[0]))
     start = lambda names: np.log(np.array([base[f] if base[f] > 0 else FIT_START.get(f, 1e-3) for f in names]))
+    rows = fitted_rows(train)               # the rows the least squares take: at most MAX_FIT_ROWS
 
-    pairs = problem_pairs(train) if ranking_share > 0 else np.zeros((0, 2), int)
+    pairs = problem_pairs(rows) if ranking_share > 0 else np.zeros((0, 2), int)
     if ranking_share > 0 and not len(pairs):
         raise InputError(f"no two training rows of {ms.kernel} share a problem: nothing to rank")
     # each row's term has weight 1; the pairs' together ranking_share of the whole
-    pair_weight = ranking_share / (1 - ranking_share) * len(train) / max(len(pairs), 1)
+    pair_weight = ranking_share / (1 - ranking_share) * len(rows) / max(len(pairs), 1)
 
-    def residuals(names, held: dict):
+    def residuals(names, held: dict, rows=rows, pairs=pairs):
         """The least squares' residuals as a function of the log costs of ``names``, the costs ``held`` fixed."""
         def resid(th):
             costs = {**held, **dict(zip(names, np.exp(np.clip(th, -20, 20)).tolist()))}
             # a trial step far out (a p near zero) may overflow: its residuals are not finite and the step is
             # rejected
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                e = np.log(_predict(gpu, cal, train, costs) / meas)
+                e = np.log(_predict(gpu, cal, rows, costs) / rows.measured_s)
             return np.concatenate([e, np.sqrt(pair_weight) * (e[pairs[:, 0]] - e[pairs[:, 1]])])
         return resid
 
     # features the data cannot see (absent from this kernel's path) keep their start value; costs driven to
     # nothing are written as 0
     written = lambda names, th: {f: (float(v) if v > 1e-6 else 0.0) for f, v in zip(names, np.exp(th))}
-    mape = lambda r: float(np.mean(np.abs(np.exp(r[:len(meas)]) - 1) * 100))
+
+    def mape(r, names, held, th) -> float:
+        """The percent error over every training row: the fit's own residuals ``r`` where it took them all."""
+        if rows is not train:
+            r = residuals(names, held, train, np.zeros((0, 2), int))(th)
+        return float(np.mean(np.abs(np.exp(r[:len(train)]) - 1) * 100))
+    # where the training rows were more than the fit takes, which it took
+    sampled = {} if rows is train else {"rows_fitted": len(rows), "rows_fitted_rule": SAMPLE_RULE}
     if hold:
         first = {f: base[f] for f in features}
         costs, training = dict(first), {}
@@ -155,11 +186,13 @@ def fit_path(gpu: GPUSpec, cal: Calibration, ms: MeasurementSet, iters: int = 60
         first, costs = dict(zip(features, np.exp(theta).tolist())), written(features, theta)
         ranking = ({"ranking_share": ranking_share, "problem_pairs": len(pairs), "pair_weight": pair_weight}
                    if ranking_share > 0 else {})
-        training = {"rule": "rows chosen by the caller" if chosen else SPLIT_RULE, "rows": len(train), **ranking,
-                    "mape_on_training_rows": mape(r), "features_fitted": list(features)}
+        training = {"rule": "rows chosen by the caller" if chosen else SPLIT_RULE, "rows": len(train), **sampled,
+                    **ranking, "mape_on_training_rows": mape(r, features, {}, theta),
+                    "features_fitted": list(features)}
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     if after:
         theta_after, r = _levenberg_marquardt(residuals(after, first), start(after), iters)
         costs.update(written(after, theta_after))
-        training["fitted_after"] = {"features": list(after), "mape_on_training_rows": mape(r), "date": now}
+        training["fitted_after"] = {"features": list(after), **sampled,
+                                    "mape_on_training_rows": mape(r, after, first, theta_after), "date": now}
     return {"costs": costs, "training": {**training, "date": now}}

@@ -1,6 +1,7 @@
 """Issue 61, size limits: a sweep's --csv and --json are written as they are made, the API counts a sweep before
-it reads its values, `measure --grid` counts a grid before it expands it, and a measurement CSV is read a column
-at a time."""
+it reads its values, `measure --grid` counts a grid before it expands it, a measurement CSV is read a column at a
+time, and `fit`'s least squares take at most fit.MAX_FIT_ROWS rows, of whole problems. docs/cli.md ("Size
+limits") says what each keeps to."""
 
 import csv
 import io
@@ -212,3 +213,58 @@ def test_blank_lines_and_short_rows_read_as_before(tmp_path):
     p.write_text("".join(lines[:3] + [lines[3].split(",", 1)[1]]))
     with pytest.raises(InputError, match=r"line 4: the row has fewer cells than the header"):
         dataset.load([p])
+
+
+def test_a_fit_past_its_row_cap_takes_whole_problems_and_scores_every_row(monkeypatch):
+    """Timings the model makes with known costs; the least squares take at most MAX_FIT_ROWS rows (here 60) of
+    whole problems, chosen alike whatever the rows' order, and still find the dominant cost; the recorded error is
+    over every training row."""
+    import dataclasses
+
+    from perfmodel.evaluation import dataset, fit
+    from perfmodel.evaluation.validate import predict_set
+    from perfmodel.hw import calibration, gpu
+
+    monkeypatch.setattr(fit, "MAX_FIT_ROWS", 60)
+    h100 = gpu.resolve("h100")
+    (ms,) = dataset.load([FA1])
+    cal = calibration.resolve(h100, use_fits=False)
+    truth = {"dot": 11.0, "reduction": 13.2, "exp": 40.0, "outer": 0.5, "gmem": 350.0, "sync": 30.0}
+    synthetic, _ = predict_set(ms, h100, dataclasses.replace(cal, path_fits={"fa1": {"costs": truth}}))
+    ms = dataclasses.replace(ms, measured_s=synthetic * np.exp(np.random.default_rng(0).normal(0, 0.02, len(ms))))
+    train = ms.select(fit.training_mask(ms.rows))
+    taken = fit.fitted_rows(train)
+    assert 0 < len(taken) <= 60 < len(train)
+    count = lambda s: {p: s.problems().count(p) for p in set(s.problems())}
+    assert all(count(train)[p] == n for p, n in count(taken).items())           # whole problems
+    backwards = fit.fitted_rows(train.take(np.arange(len(train))[::-1]))
+    assert sorted(backwards.problems()) == sorted(taken.problems())
+
+    seen = []
+    predict = fit._predict
+    monkeypatch.setattr(fit, "_predict", lambda g, c, rows, costs: seen.append(len(rows)) or predict(g, c, rows, costs))
+    entry = fit.fit_path(h100, cal, ms, iters=100)
+    assert set(seen) == {len(taken), len(train)} and seen.count(len(train)) == 1    # only the final score
+    t = entry["training"]
+    assert (t["rows"], t["rows_fitted"]) == (len(train), len(taken)) and "crc32" in t["rows_fitted_rule"]
+    assert t["mape_on_training_rows"] < 2.5                  # the timings' own 2% noise, nearly: the fit holds
+    pred, _ = predict_set(train, h100, dataclasses.replace(cal, path_fits={"fa1": {"costs": entry["costs"]}}))
+    assert t["mape_on_training_rows"] == pytest.approx(np.mean(np.abs(pred / train.measured_s - 1)) * 100, rel=0.02)
+
+
+def test_fit_says_when_its_least_squares_took_part_of_the_rows(tmp_path, monkeypatch):
+    import shutil
+
+    import yaml
+
+    from perfmodel.evaluation import fit
+
+    cal = tmp_path / "cal.yaml"
+    shutil.copy("examples/measurements/h100/probe-calibration.yaml", cal)
+    monkeypatch.setattr(fit, "MAX_FIT_ROWS", 60)
+    r = CliRunner().invoke(main, ["fit", FA1, "--kernel", "fa1", "--calibration", str(cal)])
+    assert r.exit_code == 0, r.output
+    t = yaml.safe_load(cal.read_text())["path_fits"]["fa1"]["training"]
+    assert (f"fa1: {t['rows']} training rows, MAPE on them {t['mape_on_training_rows']:.1f}% (the least squares "
+            f"fitted {t['rows_fitted']} of them, whole problems: rows_fitted_rule)") in r.stderr
+    assert t["rows_fitted"] <= 60 < t["rows"]
