@@ -66,32 +66,67 @@ def roofline(ceil, points: list[dict], title: str, dtype: str = "fp32"):
     return fig
 
 
-def validation(series: list[dict], title: str):
-    """Predicted vs measured. ``series``: dicts with label, measured_s, predicted_s, and ``seed`` (bool)."""
-    fig, ax = plt.subplots(figsize=(7, 6.5))
-    allv = np.concatenate([np.concatenate([s["measured_s"], s["predicted_s"]]) for s in series])
-    allv = allv[np.isfinite(allv) & (allv > 0)]
-    lo, hi = allv.min() / 2, allv.max() * 2
-    x = np.logspace(np.log10(lo), np.log10(hi), 50)
-    ax.plot(x, x, color="black", lw=1, label="y = x")
-    ax.fill_between(x, x * 0.9, x * 1.1, color="tab:green", alpha=0.15, label="±10%")
-    colors = {}
+GPU_MARKERS = "osD^vP*X"                    # one per GPU: hollow shapes that stay apart where points overlap
+
+
+def _log_span(values, pad=1.6):
+    """(lo, hi) of the finite positive ``values``, widened by ``pad`` on a log axis."""
+    v = np.concatenate([np.ravel(x) for x in values])
+    v = v[np.isfinite(v) & (v > 0)]
+    return (v.min() / pad, v.max() * pad) if v.size else (1e-6, 1.0)
+
+
+def validation(groups: list[dict], title: str):
+    """Predicted against measured, in three panels: perfmodel's times, perfmodel's error in percent, and the seed
+    model's times on axes of their own (its errors run to thousands of times, so that on shared axes they
+    would squeeze ours onto the diagonal). ``groups``: dicts with label, gpu, measured_s, predicted_s, seed_s,
+    mape, seed_mape (percent). One colour per group and one hollow marker shape per GPU, so that GPUs drawn over
+    one another both stay visible."""
+    from perfmodel.report import error_pct
+
+    fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(17, 5.6))
     cmap = plt.get_cmap("tab10")
-    for s in series:
-        c = colors.setdefault(s.get("group", s["label"]), cmap(len(colors) % 10))
-        if s.get("seed"):
-            ax.scatter(s["measured_s"], s["predicted_s"], marker="x", color=c, alpha=0.35, s=14, label=s["label"])
-        else:
-            ax.scatter(s["measured_s"], s["predicted_s"], marker="o", color=c, alpha=0.6, s=12, label=s["label"])
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    ax.set_xlabel("measured time (s)")
-    ax.set_ylabel("predicted time (s)")
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=8, loc="upper left")
+    markers = {g: GPU_MARKERS[i % len(GPU_MARKERS)] for i, g in enumerate(dict.fromkeys(x["gpu"] for x in groups))}
+
+    def diagonal(ax, lo, hi):
+        x = np.array([lo, hi])
+        ax.plot(x, x, color="black", lw=1, zorder=1)
+        ax.fill_between(x, x / 1.1, x * 1.1, color="tab:green", alpha=0.18, lw=0, zorder=0)
+        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="measured time (s)")
+        ax.grid(True, which="both", alpha=0.25)
+
+    lo, hi = _log_span([g[k] for g in groups for k in ("measured_s", "predicted_s")])
+    diagonal(a1, lo, hi)
+    slo, shi = _log_span([g[k] for g in groups for k in ("measured_s", "seed_s")])
+    diagonal(a3, slo, shi)
+    worst, rng, CHUNKS = 10.0, np.random.default_rng(0), 16
+    # each group's points in CHUNKS random slices, drawn in turn with the other groups': none lies wholly on top
+    draws = []
+    for i, g in enumerate(groups):
+        style = dict(marker=markers[g["gpu"]], facecolors="none", edgecolors=cmap(i % 10), s=22, lw=0.9,
+                     alpha=0.85, zorder=2)
+        meas, pred = np.asarray(g["measured_s"], float), np.asarray(g["predicted_s"], float)
+        seed_s = np.asarray(g["seed_s"], float)
+        err = (pred / meas - 1) * 100
+        worst = max(worst, float(np.nanmax(np.abs(err), initial=0)))
+        for j, part in enumerate(np.array_split(rng.permutation(len(meas)), CHUNKS)):
+            draws.append((j, i, style, meas[part], pred[part], err[part], seed_s[part]))
+        a1.scatter([], [], label=f"{g['label']}: MAPE {error_pct(g['mape'])}", **style)
+        a3.scatter([], [], label=f"{g['label']}: MAPE {error_pct(g['seed_mape'])}", **style)
+    for _, _, style, meas, pred, err, seed_s in sorted(draws, key=lambda d: d[:2]):
+        a1.scatter(meas, pred, **style)
+        a2.scatter(meas, err, **style)
+        a3.scatter(meas, seed_s, **style)
+    a1.set(ylabel="predicted time (s)", title="perfmodel: predicted against measured")
+    a2.axhspan(-10, 10, color="tab:green", alpha=0.18, lw=0)
+    a2.axhline(0, color="black", lw=1)
+    a2.set(xscale="log", xlim=(lo, hi), ylim=(-worst * 1.1, worst * 1.1), xlabel="measured time (s)",
+           ylabel="predicted / measured - 1 (%)", title="perfmodel's error (green: within 10%)")
+    a2.grid(True, which="both", alpha=0.25)
+    a3.set(ylabel="seed model's predicted time (s)", title="seed model, on axes of its own")
+    for ax in (a1, a3):
+        ax.legend(fontsize=7.5, loc="upper left", framealpha=0.85)
+    fig.suptitle(title)
     fig.tight_layout()
     return fig
 

@@ -1,0 +1,78 @@
+"""Issue 61, item 8: figures a reader can read. Each figure is made by its command and caught before it is saved
+(plot.save), then its axes, artists and labels are read back: the validation figure keeps the seed model on axes
+of its own and shows our error."""
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from matplotlib.collections import PathCollection
+
+from perfmodel import plot
+from perfmodel.cli import main
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figures the commands make, in order, kept open instead of saved."""
+    figs = []
+    monkeypatch.setattr(plot, "save", lambda fig, path: figs.append(fig))
+    yield figs
+    for f in figs:
+        plot.plt.close(f)
+
+
+def _draw(drawn, args):
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    return drawn[-1]
+
+
+def _scatters(ax) -> list:
+    """The scatter artists of ``ax`` that draw points (the legend's empty ones left out)."""
+    return [c for c in ax.collections if isinstance(c, PathCollection) and len(c.get_offsets())]
+
+
+def _points(ax):
+    """(x, y) of every point the scatter artists of ``ax`` draw."""
+    offs = [c.get_offsets() for c in _scatters(ax)]
+    return np.concatenate(offs) if offs else np.zeros((0, 2))
+
+
+VALIDATION = ["plot", "validation", "examples/measurements/h100/fa1.csv", "examples/measurements/h200/fa1.csv",
+              "examples/measurements/h100/fa2.csv", "-o", "x.png"]
+
+
+def test_validation_keeps_the_seed_model_on_axes_of_its_own(drawn):
+    ours, error, seed = _draw(drawn, VALIDATION).axes
+    pts, spts = _points(ours), _points(seed)
+    # our (square) axes span our points, measured and predicted, within the padding; not the seed model's, which
+    # reach hundreds of times further
+    v = pts.ravel()
+    for lim in (ours.get_xlim(), ours.get_ylim()):
+        assert lim[0] <= v.min() and lim[1] >= v.max() and lim[1] / lim[0] <= v.max() / v.min() * 1.6 ** 2 * 1.01
+    assert spts[:, 1].max() > 100 * pts[:, 1].max()
+    assert seed.get_ylim()[1] >= spts[:, 1].max()
+    # the error panel is in percent, spans our errors, and its band is visible
+    err = _points(error)[:, 1]
+    assert len(err) == len(pts) and error.get_ylim()[0] <= err.min() and error.get_ylim()[1] >= err.max()
+    assert error.get_ylim()[1] < 200
+    # the seed model's error is printed as the ratio it stands for
+    assert any(t.get_text().endswith("x") for t in seed.get_legend().get_texts())
+
+
+def test_validation_draws_each_gpu_in_its_own_marker_and_interleaved(drawn):
+    ours = _draw(drawn, VALIDATION).axes[0]
+    drawn_sets = _scatters(ours)
+    paths = {}
+    for c in drawn_sets:
+        key = tuple(np.round(c.get_edgecolor()[0], 3))
+        paths.setdefault(key, set()).add(c.get_paths()[0].vertices.tobytes())
+    assert len(paths) == 3                                  # three groups: fa1 on two GPUs, fa2 on one
+    # the two GPUs' fa1 points in different shapes
+    shapes = {v for s in paths.values() for v in s}
+    assert len(shapes) == 2
+    # no group is drawn wholly after another: the order of the groups' artists changes more than twice
+    order = [tuple(np.round(c.get_edgecolor()[0], 3)) for c in drawn_sets]
+    assert sum(a != b for a, b in zip(order, order[1:])) > 2 * len(paths)
+    # hollow: the points have no face, so one drawn over another leaves it visible
+    assert all(len(c.get_facecolor()) == 0 or c.get_facecolor()[0][3] == 0 for c in drawn_sets)
