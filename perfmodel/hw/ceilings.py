@@ -35,5 +35,6 @@ def ceilings(gpu: GPUSpec, cal: Calibration) -> Ceilings:
         l2_bps=cal.l2_bw_bps,
         smem_bps=cal.smem_wavefronts_per_clk * gpu.smem_banks * gpu.smem_bank_width_bytes * per_clk,
         tensor_flops=tensor,
-        basis="spec sheet" if cal.source == "spec" else f"probe ({cal.source})",
+        # an unprobed GPU's calibration is its spec sheet and its architecture's constants ("spec + sm_86 ...")
+        basis=cal.source.replace("spec", "spec sheet", 1) if cal.basis == "spec" else f"probe ({cal.source})",
     )

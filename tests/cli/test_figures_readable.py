@@ -1,6 +1,6 @@
 """Issue 61, item 8: figures a reader can read. Each figure is made by its command and caught before it is saved
 (plot.save), then its axes, artists and labels are read back: the validation figure keeps the seed model on axes
-of its own and shows our error."""
+of its own and shows our error; the roofline names the basis of its ceilings."""
 
 import numpy as np
 import pytest
@@ -76,3 +76,9 @@ def test_validation_draws_each_gpu_in_its_own_marker_and_interleaved(drawn):
     assert sum(a != b for a, b in zip(order, order[1:])) > 2 * len(paths)
     # hollow: the points have no face, so one drawn over another leaves it visible
     assert all(len(c.get_facecolor()) == 0 or c.get_facecolor()[0][3] == 0 for c in drawn_sets)
+
+
+def test_an_unprobed_gpus_ceilings_name_the_spec_sheet(drawn):
+    ax = _draw(drawn, ["roofline", "--gpu", "rtx3090", "--kernel", "fa2", "--N", "4096", "--d", "64", "--Br", "64",
+                       "--Bc", "64", "-o", "x.png"]).axes[0]
+    assert "ceilings: spec sheet + sm_86 constants" in ax.get_title() and "probe" not in ax.get_title()
