@@ -16,47 +16,59 @@ import numpy as np  # noqa: E402
 
 from perfmodel.report import si  # noqa: E402
 
-LEVEL_STYLE = {"dram": ("DRAM", "tab:red", "o"), "l2": ("L2", "tab:orange", "s"), "smem": ("shared memory", "tab:blue", "^")}
+# memory ceilings in greys, told apart by line style, so that no configuration's colour is also a ceiling's
+LEVEL_STYLE = {"dram": ("DRAM", "-", "o"), "l2": ("L2", "--", "s"), "smem": ("shared memory", ":", "^")}
+CEILING_COLOR = "dimgray"
 
-
-CONFIG_COLORS = plt.get_cmap("Dark2")      # configurations: a palette apart from the ceilings' colours
+# configurations: twelve colours apart from one another and from the grey ceilings (sweeps.MAX_ROOFLINE_POINTS)
+CONFIG_COLORS = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#9a6324",
+                 "#800000", "#808000", "#000075", "#469990"]
 
 
 def roofline(ceil, points: list[dict], title: str, dtype: str = "fp32"):
-    """Hierarchical roofline. ``ceil``: hw.ceilings.Ceilings (its basis is named in the legend). ``points``: dicts
-    with label, flops, bytes {level: bytes}, time_s, and optionally measured_s. Each point is drawn at its
-    intensity for every memory level."""
-    fig, ax = plt.subplots(figsize=(10.5, 6))
+    """Hierarchical roofline. ``ceil``: hw.ceilings.Ceilings (its basis is named in the title, the FP32 ceiling's
+    own in its label). ``points``: dicts with label, flops, bytes {level: bytes}, time_s, and optionally
+    measured_s. Each point is drawn at its intensity for every memory level; a measured time as a larger hollow
+    marker joined to the prediction. The axes span the points and the ceilings' ridge points."""
+    fig, ax = plt.subplots(figsize=(11, 6))
     ceilings = {"dram": ceil.dram_bps, "l2": ceil.l2_bps, "smem": ceil.smem_bps}
-    intens = [p["flops"] / b for p in points for b in p["bytes"].values() if b > 0]
-    lo = min(intens + [1e-2]) / 10
-    hi = max(intens + [1e3]) * 10
-    x = np.logspace(np.log10(lo), np.log10(hi), 200)
     peak = ceil.compute_flops(dtype)
+    intens = [p["flops"] / b for p in points for b in p["bytes"].values() if b > 0]
+    perf = [p["flops"] / t for p in points for t in (p["time_s"], p.get("measured_s")) if t]
+    ridges = [peak / bw for bw in ceilings.values()]
+    lo, hi = min(intens + ridges) / 3, max(intens + ridges) * 3
+    x = np.logspace(np.log10(lo), np.log10(hi), 200)
     for level, bw in ceilings.items():
-        name, color, _ = LEVEL_STYLE[level]
-        ax.plot(x, np.minimum(x * bw, peak), color=color, lw=1.5, label=f"{name} {si(bw, 'B/s')}")
-    ax.axhline(ceil.fp32_flops, color="black", lw=1.5, label=f"FP32 {si(ceil.fp32_flops, 'FLOP/s')}")
+        name, ls, _ = LEVEL_STYLE[level]
+        ax.plot(x, np.minimum(x * bw, peak), color=CEILING_COLOR, ls=ls, lw=1.6, label=f"{name} {si(bw, 'B/s')}")
+    ax.axhline(ceil.fp32_flops, color="black", lw=1.6,
+               label=f"FP32 {si(ceil.fp32_flops, 'FLOP/s')}" + (f"\n= {ceil.fp32_basis}" if ceil.fp32_basis else ""))
     if peak != ceil.fp32_flops:
-        ax.axhline(peak, color="gray", lw=1.5, ls="--", label=f"tensor {dtype} {si(peak, 'FLOP/s')} (datasheet)")
+        ax.axhline(peak, color="black", lw=1.6, ls="-.", label=f"tensor {dtype} {si(peak, 'FLOP/s')} (datasheet)")
     for i, p in enumerate(points):
-        c = CONFIG_COLORS(i % 8)
+        c = CONFIG_COLORS[i % len(CONFIG_COLORS)]
         for level, b in p["bytes"].items():
             if b <= 0:
                 continue
             _, _, marker = LEVEL_STYLE[level]
             ai = p["flops"] / b
-            ax.scatter([ai], [p["flops"] / p["time_s"]], marker=marker, color=c, edgecolor="black", zorder=3, s=55)
+            y = p["flops"] / p["time_s"]
+            # the prediction small and on top, the measurement a larger open ring: both show where they meet
+            ax.scatter([ai], [y], marker=marker, color=c, edgecolor="black", lw=0.6, zorder=5, s=40)
             if p.get("measured_s"):
-                ax.scatter([ai], [p["flops"] / p["measured_s"]], marker=marker, facecolor="none", edgecolor=c,
-                           zorder=3, s=90, lw=1.8)
+                ym = p["flops"] / p["measured_s"]
+                ax.plot([ai, ai], [y, ym], color=c, lw=1.2, zorder=3)
+                ax.scatter([ai], [ym], marker=marker, facecolor="none", edgecolor=c, zorder=4, s=150, lw=2.2)
         ax.plot([], [], color=c, lw=6, label=p["label"])
     ax.scatter([], [], marker="o", color="dimgray", edgecolor="black", label="predicted (filled)")
     if any(p.get("measured_s") for p in points):
-        ax.scatter([], [], marker="o", facecolor="none", edgecolor="black", lw=1.8, label="measured (hollow)")
+        ax.scatter([], [], marker="o", facecolor="none", edgecolor="black", lw=2.2, s=80,
+                   label="measured (open ring, joined)")
     ax.scatter([], [], marker="o", color="white", edgecolor="white", label="at DRAM / L2 / shared: ○ □ △")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(min(perf + [peak]) / 6, max(perf + [peak, ceil.fp32_flops]) * 2)
     ax.set_xlabel("arithmetic intensity (FLOP/byte) at each memory level")
     ax.set_ylabel("performance (FLOP/s)")
     ax.set_title(title + f"\nceilings: {ceil.basis}", fontsize=10)

@@ -20,6 +20,7 @@ class Ceilings:
     smem_bps: float
     tensor_flops: dict       # dtype -> FLOP/s, dense, from the spec (no probe measures it yet)
     basis: str               # "probe (FILE)" or "spec sheet"
+    fp32_basis: str = ""     # how fp32_flops is made, for a figure's label
 
     def compute_flops(self, dtype: str) -> float:
         """The arithmetic ceiling of a kernel in this dtype: tensor cores for 16-bit types, else FP32."""
@@ -37,4 +38,7 @@ def ceilings(gpu: GPUSpec, cal: Calibration) -> Ceilings:
         tensor_flops=tensor,
         # an unprobed GPU's calibration is its spec sheet and its architecture's constants ("spec + sm_86 ...")
         basis=cal.source.replace("spec", "spec sheet", 1) if cal.basis == "spec" else f"probe ({cal.source})",
+        fp32_basis=(f"2 x {cal.fp32_lanes_per_clk:.4g} of {gpu.fp32_lanes_per_sm} lanes/SM "
+                    f"({'probed' if cal.basis == 'probe' else 'architecture constant'})\nx {gpu.sm_count} SMs x "
+                    f"{gpu.clock_boost_mhz:g} MHz boost; datasheet {gpu.fp32_tflops:g} TFLOP/s"),
     )

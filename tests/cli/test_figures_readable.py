@@ -1,7 +1,9 @@
 """Issue 61, item 8: figures a reader can read. Each figure is made by its command and caught before it is saved
 (plot.save), then its axes, artists and labels are read back: the validation figure keeps the seed model on axes
-of its own and shows our error; the roofline names the basis of its ceilings."""
+of its own and shows our error; the roofline's x-range follows its points, its colours differ, its measured
+markers are drawn and its FP32 ceiling says how it is made."""
 
+import matplotlib.colors as mcolors
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -78,7 +80,36 @@ def test_validation_draws_each_gpu_in_its_own_marker_and_interleaved(drawn):
     assert all(len(c.get_facecolor()) == 0 or c.get_facecolor()[0][3] == 0 for c in drawn_sets)
 
 
+ROOF = ["roofline", "--gpu", "h100", "--kernel", "fa2", "--N", "1024,4096", "--Br", "32,64", "--Bc", "64",
+        "--measured", "examples/measurements/h100/fa2.csv", "-o", "x.png"]
+
+
+def test_roofline_follows_its_points_in_distinct_colours(drawn):
+    ax = _draw(drawn, ROOF).axes[0]
+    pts = _points(ax)
+    lo, hi = ax.get_xlim()
+    assert lo <= pts[:, 0].min() and hi >= pts[:, 0].max()
+    assert hi / lo < pts[:, 0].max() / pts[:, 0].min() * 10          # not the fixed 1e-3..1e4 of before
+    bottom, top = ax.get_ylim()
+    assert bottom <= pts[:, 1].min() and top >= pts[:, 1].max() and top / bottom < 1e3
+    # one colour per configuration, none a ceiling's
+    labels = {t.get_text() for t in ax.get_legend().get_texts()}
+    configs = [h for h in ax.get_legend().legend_handles if h.get_label().startswith("N=")]
+    colours = {mcolors.to_hex(h.get_color()) for h in configs}
+    ceilings = {mcolors.to_hex(line.get_color()) for line in ax.get_lines() if len(line.get_xdata()) > 2}
+    assert len(colours) == len(configs) == 4 and not colours & ceilings
+    assert len(set(plot.CONFIG_COLORS)) == 12 and not {c.lower() for c in plot.CONFIG_COLORS} & ceilings
+    # the measured markers are drawn, above the lines, and said in the legend
+    measured = [c for c in _scatters(ax) if c.get_zorder() == 4]
+    assert len(measured) == 4 * 3 and any("measured" in t for t in labels)
+    # the FP32 ceiling says how it is made
+    fp32 = next(t for t in labels if t.startswith("FP32"))
+    assert "lanes/SM" in fp32 and "SMs" in fp32 and "MHz" in fp32 and "datasheet" in fp32
+
+
 def test_an_unprobed_gpus_ceilings_name_the_spec_sheet(drawn):
     ax = _draw(drawn, ["roofline", "--gpu", "rtx3090", "--kernel", "fa2", "--N", "4096", "--d", "64", "--Br", "64",
                        "--Bc", "64", "-o", "x.png"]).axes[0]
     assert "ceilings: spec sheet + sm_86 constants" in ax.get_title() and "probe" not in ax.get_title()
+    fp32 = next(t.get_text() for t in ax.get_legend().get_texts() if t.get_text().startswith("FP32"))
+    assert "architecture constant" in fp32
