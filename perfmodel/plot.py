@@ -172,31 +172,50 @@ def scaling(n_panel: dict, tile_panel: dict, title: str):
     return fig
 
 
-def heatmap(time_s: np.ndarray, brs: list[int], bcs: list[int], title: str, aggregated=()):
-    """Predicted time over (Br, Bc); NaN/inf cells (tiles that do not fit) left blank. ``aggregated``: the other
-    tile fields over which each cell shows the fastest value (said in the title)."""
-    fig, ax = plt.subplots(figsize=(6.5, 5.5))
+def heatmap(time_s: np.ndarray, brs: list[int], bcs: list[int], title: str, aggregated=(), unfit: str = ""):
+    """Predicted time over (Br, Bc); cells where no tile fits hatched grey and named in the legend, with
+    ``unfit`` (why, one line) under it. ``aggregated``: the other tile fields over which each cell shows the
+    fastest value (said in the title). The colour bar's unit follows the times (us, ms or s)."""
+    import textwrap
+
+    from matplotlib.patches import Patch, Rectangle
+
+    fig, ax = plt.subplots(figsize=(7, 6.2))
     t = np.where(np.isfinite(time_s), time_s, np.nan)
-    im = ax.imshow(t * 1e3, origin="lower", cmap="viridis_r", aspect="auto")
+    top = np.nanmax(t) if np.isfinite(t).any() else 1.0
+    unit, scale = next((u, f) for u, f in (("s", 1.0), ("ms", 1e3), ("µs", 1e6)) if top * f >= 1 or u == "µs")
+    im = ax.imshow(t * scale, origin="lower", cmap="viridis_r", aspect="auto")
     ax.set_xticks(range(len(bcs)), bcs)
     ax.set_yticks(range(len(brs)), brs)
     ax.set_xlabel("Bc")
     ax.set_ylabel("Br")
+    handles = []
     for i in range(len(brs)):
         for j in range(len(bcs)):
             if np.isfinite(t[i, j]):
-                r, g, b, _ = im.cmap(im.norm(t[i, j] * 1e3))
+                r, g, b, _ = im.cmap(im.norm(t[i, j] * scale))
                 ink = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
                 ax.text(j, i, si(t[i, j], "s", 3), ha="center", va="center", fontsize=7, color=ink)
+            else:
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.88", edgecolor="0.45", hatch="///",
+                                       lw=0))
     if np.isfinite(t).any():
-        k = np.nanargmin(t)
-        i, j = np.unravel_index(k, t.shape)
-        ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="red", lw=2.5))
-    fig.colorbar(im, ax=ax, label="predicted time (ms)")
+        i, j = np.unravel_index(np.nanargmin(t), t.shape)
+        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="red", lw=2.5))
+        handles.append(Patch(fill=False, ec="red", lw=2.5, label="fastest"))
+    if not np.isfinite(t).all():
+        handles.append(Patch(facecolor="0.88", edgecolor="0.45", hatch="///", label="no tile fits the GPU"))
+    fig.colorbar(im, ax=ax, label=f"predicted time ({unit})")
     if aggregated:
-        title += f"\neach cell: the fastest over {', '.join(aggregated)}; red box: fastest overall"
+        title += f"\neach cell: the fastest over {', '.join(aggregated)}"
     ax.set_title(title, fontsize=10)
-    fig.tight_layout()
+    if handles:
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=len(handles), fontsize=8,
+                  frameon=False)
+    if unfit and not np.isfinite(t).all():
+        fig.text(0.02, 0.01, "\n".join(textwrap.wrap("no tile fits: " + unfit, 110, max_lines=3)), fontsize=6.5,
+                 va="bottom", color="0.3")
+    fig.tight_layout(rect=(0, 0.05 if unfit else 0, 1, 1))
     return fig
 
 

@@ -98,10 +98,16 @@ def sweep(gpu_name, kernel, dtype, causal, mode, best, as_csv, as_json, limit, o
 
         # time_s is inf where a tile does not fit; other tile fields: the fastest value per (Br, Bc) cell
         n = res.n_shape
-        t = res.time_s.reshape(res.time_s.shape[n:n + 2] + (-1,))
-        fig = plot.heatmap(t.min(axis=-1), res.values["Br"], res.values["Bc"],
-                           f"{kernel} on {spec.name}: " + " ".join(f"{a}={res.values[a][0]}" for a in res.shape_axes),
-                           aggregated=[a for a in res.axes[n + 2:] if len(res.values[a]) > 1])
+        t = res.time_s.reshape(res.time_s.shape[n:n + 2] + (-1,)).min(axis=-1)
+        # why the cells where no tile fits do not: the reason of the configuration among them nearest to fitting
+        blank = np.broadcast_to(~np.isfinite(t).reshape((1,) * n + t.shape + (1,) * (len(res.axes) - n - 2)),
+                                res.time_s.shape)
+        s = res.prediction.shape
+        problem = (" ".join(f"{a}={res.values[a][0]}" for a in res.shape_axes)
+                   + f" ({s.dtype}, {'causal' if s.causal else 'not causal'}{'' if s.mode == 'fwd' else ', ' + s.mode})")
+        fig = plot.heatmap(t, res.values["Br"], res.values["Bc"], f"{kernel} on {spec.name}: {problem}",
+                           aggregated=[a for a in res.axes[n + 2:] if len(res.values[a]) > 1],
+                           unfit=res.why_unfit(mask=blank) if blank.any() else "")
         plot.save(fig, out_path)
         err.print(f"wrote {out_path}")
     cols = list(res.axes) + ["time_s", "bound"]

@@ -141,15 +141,16 @@ class SweepResult:
         runner = ((p, t) if np.isfinite(t) else None for p, t, _ in self.cells(second))
         return len(first[0]), zip(self.cells(first), runner)
 
-    def why_unfit(self, look: int = 500) -> str:
-        """Why configurations do not fit, in one line: the reason of the one (among the first ``look`` that do not)
-        that came nearest to fitting, i.e. broke the latest of the kernel's limits: where every compiled tile
-        breaks a limit of the problem (its memory, its grid), that limit, not the first tile's lack of an
-        instance."""
+    def why_unfit(self, look: int = 500, mask=None) -> str:
+        """Why configurations do not fit, in one line: the reason of the one (among the first ``look`` that do not,
+        of those ``mask`` selects where given) that came nearest to fitting, i.e. broke the latest of the kernel's
+        limits: where every compiled tile breaks a limit of the problem (its memory, its grid), that limit, not the
+        first tile's lack of an instance."""
         from perfmodel.kernels import get
 
         k, found = get(self.kernel), []
-        for p in self.params_at(tuple(i[:look] for i in np.nonzero(~self.fits))):
+        unfit = ~self.fits if mask is None else ~self.fits & mask
+        for p in self.params_at(tuple(i[:look] for i in np.nonzero(unfit))):
             shape = self.shape_of(p)
             broken = k.first_broken(self.prediction.gpu, shape, k.Tiles(**{f: p[f] for f in k.Tiles.fields()}))
             if broken:

@@ -1,7 +1,8 @@
 """Issue 61, item 8: figures a reader can read. Each figure is made by its command and caught before it is saved
 (plot.save), then its axes, artists and labels are read back: the validation figure keeps the seed model on axes
 of its own and shows our error; the roofline's x-range follows its points, its colours differ, its measured
-markers are drawn and its FP32 ceiling says how it is made."""
+markers are drawn and its FP32 ceiling says how it is made; the heatmap's title gives dtype and causal and its
+legend names the tiles that do not fit."""
 
 import matplotlib.colors as mcolors
 import numpy as np
@@ -113,3 +114,20 @@ def test_an_unprobed_gpus_ceilings_name_the_spec_sheet(drawn):
     assert "ceilings: spec sheet + sm_86 constants" in ax.get_title() and "probe" not in ax.get_title()
     fp32 = next(t.get_text() for t in ax.get_legend().get_texts() if t.get_text().startswith("FP32"))
     assert "architecture constant" in fp32
+
+
+@pytest.mark.parametrize("args,title,unfit", [
+    (["--kernel", "fa1", "--d", "128"], "(fp32, not causal)", True),
+    (["--kernel", "fa2_tc", "--d", "128", "--causal"], "(fp16, causal)", False),
+])
+def test_heatmap_title_gives_dtype_and_causal_and_its_legend_names_unfit_tiles(drawn, args, title, unfit):
+    fig = _draw(drawn, ["sweep", "--gpu", "h100", "--N", "4096", "--B", "1", "--H", "16", "-o", "x.png"] + args)
+    ax = fig.axes[0]
+    assert title in ax.get_title()
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "fastest" in legend
+    assert ("no tile fits the GPU" in legend) == unfit
+    notes = [t.get_text() for t in fig.texts]
+    assert bool(notes) == unfit
+    if unfit:
+        assert "shared memory" in notes[0]
