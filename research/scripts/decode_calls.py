@@ -11,7 +11,7 @@ from perfmodel.kernels import get
 from perfmodel.measure.bench import Bencher
 from perfmodel.shape import make_shape
 import sdpa_calls
-from sdpa_calls import activities, span_us
+from sdpa_calls import profile_runner
 import common
 
 sdpa_calls.PROFILED_CALLS = 2
@@ -38,12 +38,7 @@ def main(path):
                 tiles = k.make_tiles(shape, Br=64, Bc=128, splits=s)
                 r = k.runner(torch, ext, shape, tiles)
                 row["rel_err"] = float(runner.check_correct(torch, r, seed=0))
-                Q, K, V = r.inputs(1)
-                fn = lambda: r.timed_launch(Q, K, V)
-                acts = activities(torch, bench, fn)
-                t = bench.run(fn, setup=r.setup, min_runs=10, max_runs=100, target_s=0.05)
-                row.update(calls=acts, span_us=[span_us(c) for c in acts], event_median_us=t.median_ms * 1e3,
-                           n_runs=t.n_runs)
+                profile_runner(torch, bench, r, row, 1, 10, 100)
             except Exception as exc:          # a split count the kernel refuses: kept with its reason
                 row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             rows.append(row)

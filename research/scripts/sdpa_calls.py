@@ -54,6 +54,16 @@ def span_us(call):
     return max(a["start_us"] + a["dur_us"] for a in call) if call else None
 
 
+def profile_runner(torch, bench, r, row: dict, seed: int, min_runs: int, max_runs: int) -> None:
+    """Profile and time the call of a perfmodel runner ``r`` on its inputs of ``seed`` into ``row``: its activities
+    (activities), their spans, its event median and runs."""
+    Q, K, V = r.inputs(seed)
+    fn = lambda: r.timed_launch(Q, K, V)
+    acts = activities(torch, bench, fn)
+    t = bench.run(fn, setup=r.setup, min_runs=min_runs, max_runs=max_runs, target_s=0.05)
+    row.update(calls=acts, span_us=[span_us(c) for c in acts], event_median_us=t.median_ms * 1e3, n_runs=t.n_runs)
+
+
 def main(path):
     torch, tool, ext = common.load_cuda("probe_cold.cu", "cold")
     from torch.nn.attention import SDPBackend, sdpa_kernel

@@ -13,7 +13,7 @@ from perfmodel.kernels import get
 from perfmodel.measure.bench import Bencher
 from perfmodel.shape import make_shape
 import sdpa_calls
-from sdpa_calls import activities, span_us
+from sdpa_calls import profile_runner
 import common
 
 sdpa_calls.PROFILED_CALLS = 2
@@ -52,13 +52,7 @@ def main(path):
             row = {"backend": name, "B": B, "H": H, "Hkv": Hkv, "Nq": Nq, "Nk": Nk, "d": d, "causal": causal,
                    "mode": mode, "dtype": "bf16"}
             try:
-                r = k.runner(torch, None, shape, k.make_tiles(shape))
-                Q, K, V = r.inputs(0)
-                fn = lambda: r.timed_launch(Q, K, V)
-                acts = activities(torch, bench, fn)
-                t = bench.run(fn, setup=r.setup, min_runs=5, max_runs=30, target_s=0.05)
-                row.update(calls=acts, span_us=[span_us(c) for c in acts], event_median_us=t.median_ms * 1e3,
-                           n_runs=t.n_runs)
+                profile_runner(torch, bench, k.runner(torch, None, shape, k.make_tiles(shape)), row, 0, 5, 30)
             except Exception as exc:          # a shape a backend refuses: kept with its reason
                 row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             rows.append(row)
