@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from perfmodel.evaluation import advice, dataset, validate
-from perfmodel.evaluation.fit import in_training_split
+from perfmodel.evaluation.fit import training_mask
 from perfmodel.hw import calibration, gpu as gpu_mod
 from perfmodel.kernels import get
 from perfmodel.model import engine
@@ -62,7 +62,7 @@ def compute() -> dict:
             (ms,) = dataset.load([DATA / f"{kernel}.{part}.csv"])
             spec = gpu_mod.match_device_name(ms.gpu_name)
             if kernel == "fa2_tc":                       # fitted on the H100's training split: score held-out rows
-                ms = ms.select(~np.array([in_training_split(r) for r in ms.rows]))
+                ms = ms.select(~training_mask(ms.rows))
             pred, _ = validate.predict_set(ms, spec, calibration.resolve(spec))
             base = naive(ms, spec, kernel)
             c = ms.cols
