@@ -62,6 +62,16 @@ class Calibration:
     # bytes a second that fp32 reductions (red.global.add) add in L2 from every SM (`perfmodel probe` step 5c); 0
     # where unmeasured: they are priced as plain stores at l2_bw_bps
     l2_red_bps: float = 0.0
+    # bytes a second a stream of DRAM reads alone reaches (research/scripts/probe_l2_stream.py's DRAM runs): above
+    # dram_bw_bps, a copy's, whose writes turn the bus around; 0 where unmeasured: the copy's
+    dram_read_bw_bps: float = 0.0
+
+    @property
+    def dram_floor_rates(self) -> tuple[float, float]:
+        """(read, write) bytes a second of the DRAM floor (timing.dram_floor_s): reads at the read stream's rate,
+        writes at the rate that puts a copy (as many bytes written as read) at dram_bw_bps."""
+        read = max(self.dram_read_bw_bps, self.dram_bw_bps)
+        return read, 1 / max(2 / self.dram_bw_bps - 1 / read, 1 / read)
 
     @property
     def basis(self) -> str:

@@ -109,6 +109,14 @@ def burst_bytes(c: Counts, grid, blocks_per_sm, sm_count: int):
     return np.minimum(own + kv, np.asarray(c.dram_read_once, dtype=float))
 
 
+def dram_floor_s(mem, cal: Calibration):
+    """The least time a launch's DRAM traffic takes: its reads at the read stream's rate, its writes at the rate
+    that puts a copy at the copy's (Calibration.dram_floor_rates)."""
+    read, write = cal.dram_floor_rates
+    return (np.asarray(mem.dram_read_bytes, dtype=float) / read
+            + np.asarray(mem.dram_write_bytes, dtype=float) / write)
+
+
 def add(a: Timing, b: Timing) -> Timing:
     """Two kernels of one call, one after the other: their times add, resource by resource; the bound is the
     first's (the larger kernel's, where a companion is small)."""
@@ -516,6 +524,11 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
                                               cal.power)
         if np.any(clock_run < clock):
             total, times = _seconds(s, clock_run.astype(np.float32), sm_cycles, busy, pa, chip, burst, cold)
+    # no launch moves its DRAM bytes faster than DRAM streams them: a launch whose path holds its DRAM waits (a
+    # decode step's in-step misses) prices later rounds' misses at their latency, which can undercut it
+    floor = dram_floor_s(mem, cal)
+    total = np.maximum(total, floor.astype(np.asarray(total).dtype))
+    times["dram"] = np.maximum(times["dram"], floor.astype(np.asarray(times["dram"]).dtype))
     if queued:
         kernels = np.asarray(c.queued_ops, dtype=float) + np.asarray(c.launches, dtype=float)
         total = np.maximum(total, kernels * cal.queued_kernel_s).astype(np.float32)
