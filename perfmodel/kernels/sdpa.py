@@ -495,6 +495,11 @@ class SDPACudnn(_SDPA):
     # 32 keys a step, a quarter of the shared memory: four times the splits) and the combine over the launch's own
     # splits. Two or more queries run the prefill kernel unfolded, as recorded.
     DECODE_ROWS, DECODE_KEYS, DECODE_WARPS = 16, 128, 4
+    # its split count, as recorded (research/data/h200/decode_cudnn_calls.json beside sdpa_workload_calls.json):
+    # min(DECODE_SLOTS // base, key tiles, 64) for base = B Hkv ceil(G / 16) row tiles (twice the slots at d = 256:
+    # 8 splits where d <= 128 takes 4), and none once the row tiles reach DECODE_NO_SPLIT of the SMs (64 of them split
+    # 4 ways, 128 not at all on 132 SMs; FlashAttention-2's num_splits_heuristic stops at 0.8 of the SMs, taken here)
+    DECODE_SLOTS, DECODE_NO_SPLIT = 256, 0.8
     # SM cycles of the code after its key loop (the merge and the partial row's write), read off Nsight Compute's
     # warp samples of one launch (B 1 H 32 Hkv 8 Nk 32k d 128: 3.4% of its samples, after the loop, of 66,415 cycles;
     # research/data/h200/cudnn_sass/sdpa_dec_sass2.tar.gz, sass_cudnn_dec1_long.csv)
@@ -511,7 +516,9 @@ class SDPACudnn(_SDPA):
             return tiles
         run, one = self.run_shape(shape), arr(shape.Nq) == 1
         base = arr(run.B) * arr(run.H) * cdiv(run.Nq, self.DECODE_ROWS)
-        s = np.clip(np.minimum(256 // np.maximum(base, 1), cdiv(run.Nk, self.DECODE_KEYS)), 1, 64)
+        slots = np.where(self.kernel_head_dim(shape.d) > 128, 2 * self.DECODE_SLOTS, self.DECODE_SLOTS)
+        s = np.clip(np.minimum(slots // np.maximum(base, 1), cdiv(run.Nk, self.DECODE_KEYS)), 1, 64)
+        s = np.where(base >= self.DECODE_NO_SPLIT * gpu.sm_count, 1, s)
         W = self.DECODE_WARPS
         return SDPATiles(Br=np.where(one, self.DECODE_ROWS, tiles.Br),
                          Bc=np.where(one, self.DECODE_KEYS // W, tiles.Bc), warps=np.where(one, 1, tiles.warps),

@@ -9,6 +9,8 @@ runs (cuDNN's tiles are in its kernel names); the spans say how much of the even
 only: no timing here enters the model (the SDPA presets are predicted with nothing fitted to their timings).
 """
 
+import os
+
 from perfmodel.kernels import get
 from perfmodel.measure.bench import Bencher
 from perfmodel.shape import make_shape
@@ -36,6 +38,16 @@ PROBLEMS = [  # (B, H, Hkv, Nq, Nk, d, causal, mode)
     *[(2, 32, 8, 1024, 1024, 128, c, "bwd") for c in (False, True)],
     *[(2, 16, 16, 2048, 2048, d, False, "bwd") for d in (32, 96, 256)],
 ]
+
+# SDPA_WORKLOAD_SET=decode-cudnn: cuDNN's one-query decode where the model misses it most (2026-12-02): the head
+# dims its record lacked (32, 80, 96, 256), one K/V head under 64 batches, and long caches of many blocks
+DECODE_CUDNN = [*[(8, 32, 8, 1, Nk, d, False, "fwd") for d in (32, 80, 96, 256) for Nk in (8192, 32768)],
+                *[(64, 32, 1, 1, Nk, d, False, "fwd") for d in (64, 128) for Nk in (1024, 8192, 32768)],
+                *[(B, 32, Hkv, 1, Nk, 64, False, "fwd") for B, Hkv in ((8, 32), (8, 8), (64, 8))
+                  for Nk in (8192, 131072)],
+                *[(B, 32, Hkv, 1, 8192, 128, False, "fwd") for B, Hkv in ((1, 8), (8, 1), (32, 32))]]
+if os.environ.get("SDPA_WORKLOAD_SET") == "decode-cudnn":
+    BACKENDS, PROBLEMS = ("sdpa-cudnn",), DECODE_CUDNN
 
 
 def main(path):
