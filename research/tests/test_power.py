@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 POWER = Path(__file__).resolve().parents[2] / "research" / "data" / "h100" / "power"
 
@@ -277,3 +278,17 @@ def test_the_models_clocks_follow_the_spins_through_the_l2s_energy(tmp_path):
     _, model0, _, _ = pc.clocks(str(no_l2))
     assert np.corrcoef(model0[long_], spin[long_])[0, 1] < 0.5
     assert np.median(model[long_]) < np.median(model0[long_]) - 30
+
+
+def test_the_h200s_probe_fits_the_h100s_energies_within_a_fifth():
+    """The H200's random-operand run (2026-12-02, same loads as the H100's): the same GH100 SMs, so each operation's
+    energy lies within a fifth of the H100's; its HBM3e reads cost less a byte than the H100's HBM3."""
+    from rutil import script
+
+    fp = script("fit_power")
+    h100, h200 = _cached_fit(), fp.fit("h200")
+    assert h200["rms_w"] < 25 and h200["limit_w"] == 700
+    for k in ("mma_nj", "ldsm_nj", "l2_pj_per_byte"):
+        assert h200["energies"][k] == pytest.approx(h100["energies"][k], rel=0.2), k
+    assert h200["wgmma_nj"] == pytest.approx(h100["wgmma_nj"], rel=0.2)
+    assert h200["energies"]["l2_pj_per_byte"] < h200["energies"]["dram_pj_per_byte"] < h100["energies"]["dram_pj_per_byte"]
