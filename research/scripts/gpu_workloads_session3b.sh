@@ -3,17 +3,11 @@
 # ncu_sdpa_launch.sh, NCU_SASS=1) of cuDNN's one-query decode kernel on a short and a long cache, and of its prefill
 # kernel on 32 queries with every SM busy (B 8) beside the B 1 launch of the first call; packed into
 # OUT/session3b.tgz. Run from the repository root on the GPU: bash research/scripts/gpu_workloads_session3b.sh OUT
-set -uo pipefail
-out=$(realpath -m "${1:-out}")
-w=/tmp/session3b
-mkdir -p "$out" "$w"
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD NCU_SASS=1
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv > "$w/device.txt"
-date -u +%FT%TZ >> "$w/device.txt"
-step() { local s=$1; shift; echo "== $* ($(date -u +%T))"; timeout "$s" "$@" || echo "== exit $? from $*"; }
+W=/tmp/session3b
+source research/scripts/gpu_session_common.sh
 L=research/scripts/ncu_sdpa_launch.sh
-step 90 bash $L "$w" cudnn_dec1_short fprop sdpa-cudnn B=1 H=32 Hkv=8 Nq=1 Nk=1024 d=128 dtype=bf16 causal=0
-step 90 bash $L "$w" cudnn_dec1_long fprop sdpa-cudnn B=1 H=32 Hkv=8 Nq=1 Nk=32768 d=128 dtype=bf16 causal=0
-step 120 bash $L "$w" cudnn_dec_q32_b8 fprop sdpa-cudnn B=8 H=32 Hkv=8 Nq=32 Nk=32768 d=128 dtype=bf16 causal=0
-(cd "$w" && tar czf "$out/session3b.tgz" --exclude='*.ncu-rep' .)
+step 90 bash $L "$W" cudnn_dec1_short fprop sdpa-cudnn B=1 H=32 Hkv=8 Nq=1 Nk=1024 d=128 dtype=bf16 causal=0
+step 90 bash $L "$W" cudnn_dec1_long fprop sdpa-cudnn B=1 H=32 Hkv=8 Nq=1 Nk=32768 d=128 dtype=bf16 causal=0
+step 120 bash $L "$W" cudnn_dec_q32_b8 fprop sdpa-cudnn B=8 H=32 Hkv=8 Nq=32 Nk=32768 d=128 dtype=bf16 causal=0
+(cd "$W" && tar czf "$out/session3b.tgz" --exclude='*.ncu-rep' .)
 ls -la "$out"

@@ -4,18 +4,12 @@
 # 32-256, one K/V head under 64 batches, long caches of many blocks) and Nsight Compute's warp samples
 # (research/scripts/ncu_sdpa_launch.sh, NCU_SASS=1) of three of its launches; packed into OUT/session4.tgz.
 # Run from the repository root on the GPU: bash research/scripts/gpu_workloads_session4.sh OUT
-set -uo pipefail
-out=$(realpath -m "${1:-out}")
-w=/tmp/session4
-mkdir -p "$out" "$w"
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD NCU_SASS=1
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv > "$w/device.txt"
-date -u +%FT%TZ >> "$w/device.txt"
-step() { local s=$1; shift; echo "== $* ($(date -u +%T))"; timeout "$s" "$@" || echo "== exit $? from $*"; }
-step 240 env SDPA_WORKLOAD_SET=decode-cudnn python3 research/scripts/sdpa_workload_calls.py "$w/decode_cudnn_calls.json"
+W=/tmp/session4
+source research/scripts/gpu_session_common.sh
+step 240 env SDPA_WORKLOAD_SET=decode-cudnn python3 research/scripts/sdpa_workload_calls.py "$W/decode_cudnn_calls.json"
 L=research/scripts/ncu_sdpa_launch.sh
-step 90 bash $L "$w" cudnn_dec1_d256 fprop sdpa-cudnn B=8 H=32 Hkv=8 Nq=1 Nk=8192 d=256 dtype=bf16 causal=0
-step 90 bash $L "$w" cudnn_dec1_b64 fprop sdpa-cudnn B=64 H=32 Hkv=1 Nq=1 Nk=8192 d=64 dtype=bf16 causal=0
-step 120 bash $L "$w" cudnn_dec1_many fprop sdpa-cudnn B=8 H=32 Hkv=32 Nq=1 Nk=131072 d=64 dtype=bf16 causal=0
-(cd "$w" && tar czf "$out/session4.tgz" --exclude='*.ncu-rep' .)
+step 90 bash $L "$W" cudnn_dec1_d256 fprop sdpa-cudnn B=8 H=32 Hkv=8 Nq=1 Nk=8192 d=256 dtype=bf16 causal=0
+step 90 bash $L "$W" cudnn_dec1_b64 fprop sdpa-cudnn B=64 H=32 Hkv=1 Nq=1 Nk=8192 d=64 dtype=bf16 causal=0
+step 120 bash $L "$W" cudnn_dec1_many fprop sdpa-cudnn B=8 H=32 Hkv=32 Nq=1 Nk=131072 d=64 dtype=bf16 causal=0
+(cd "$W" && tar czf "$out/session4.tgz" --exclude='*.ncu-rep' .)
 ls -la "$out"
