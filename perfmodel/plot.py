@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 from perfmodel.report import si  # noqa: E402
 
 # memory ceilings in greys, told apart by line style, so that no configuration's colour is also a ceiling's
-LEVEL_STYLE = {"dram": ("DRAM", "-", "o"), "l2": ("L2", "--", "s"), "smem": ("shared memory", ":", "^")}
+LEVEL_STYLE = {"dram": ("DRAM reads", "-", "o"), "l2": ("L2", "--", "s"), "smem": ("shared memory", ":", "^")}
 CEILING_COLOR = "dimgray"
 
 # configurations: twelve colours apart from one another and from the grey ceilings (sweeps.MAX_ROOFLINE_POINTS)

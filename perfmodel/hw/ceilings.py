@@ -15,7 +15,7 @@ from perfmodel.hw.gpu import GPUSpec
 @dataclass(frozen=True)
 class Ceilings:
     fp32_flops: float        # FLOP/s (an FMA counts 2)
-    dram_bps: float
+    dram_bps: float          # DRAM reads a second (Calibration.dram_floor_rates)
     l2_bps: float
     smem_bps: float
     tensor_flops: dict       # dtype -> FLOP/s, dense, from the spec (no probe measures it yet)
@@ -32,7 +32,7 @@ def ceilings(gpu: GPUSpec, cal: Calibration) -> Ceilings:
     tensor = {dt: gpu.tensor_flops(dt) for dt in ("fp16", "bf16") if gpu.tensor_flops(dt)}
     return Ceilings(
         fp32_flops=2 * cal.fp32_lanes_per_clk * per_clk,
-        dram_bps=cal.dram_bw_bps,
+        dram_bps=cal.dram_floor_rates[0],      # a stream of reads: a copy's where no probe read one
         l2_bps=cal.l2_bw_bps,
         smem_bps=cal.smem_wavefronts_per_clk * gpu.smem_banks * gpu.smem_bank_width_bytes * per_clk,
         tensor_flops=tensor,

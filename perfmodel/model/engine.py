@@ -112,7 +112,8 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
         (before if comp.before else after).append(LaunchTime(comp.key, comp.launch, comp.counts, cb, tc))
     launches = before + [main_launch] + after
     ceil = ceilings(gpu, cal)
-    roof = np.maximum(c.flops / ceil.compute_flops(shape.dtype), mem.dram_bytes / ceil.dram_bps)
+    # the roofline's memory side is the DRAM floor every prediction keeps to (reads at the read stream's rate)
+    roof = np.maximum(c.flops / ceil.compute_flops(shape.dtype), timing.dram_floor_s(mem, cal))
     grid = np.asarray(launch.grid_blocks)
     warps_per_block = -(-np.asarray(launch.threads) // gpu.warp_size)
     return Prediction(

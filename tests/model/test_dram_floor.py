@@ -37,6 +37,7 @@ def test_no_prediction_beats_its_dram_floor(kernel, B, Hkv, Nq, Nk, d):
     floor = timing.dram_floor_s(p.traffic, p.calibration)
     assert r.time_s >= floor * (1 - 1e-6)
     assert r.times_s["dram"] >= floor * (1 - 1e-6)
+    assert r.time_s >= float(p.roofline_time_s) * (1 - 1e-6)        # the roofline's memory side is the floor
 
 
 def test_cudnn_long_one_query_streams_are_dram_bound_at_the_read_rate():
