@@ -442,12 +442,14 @@ class SDPACudnn(_SDPA):
     backend = "CUDNN_ATTENTION"
     # causal launch order: the persistent grid hands out tiles longest first (assumed, as FA3's tile scheduler)
     heavy_first = True
-    # A KV step, read off the SASS: each consumer warpgroup's GEMMs, its softmax and its waits follow one another;
-    # the two warpgroups' GEMMs share the tensor pipe, and named barriers let one warpgroup at a time run its
-    # exponentials while the other computes. So a step costs the tensor pipe's time for both warpgroups, one
-    # warpgroup's exponentials (half the MUFU work) and the chain's latencies, added; the rest (FP32, shared
-    # memory, issue) overlaps them.
-    serial = (("wgmma", ("sfu", 1 / 2), "latency"),)
+    # A KV step, read off the SASS and Nsight Compute's warp samples: each consumer warpgroup walks its chain (Q K^T,
+    # a wait, its softmax, P V, a wait) and the named barriers 4 and 5 let one warpgroup run its softmax while the
+    # other's GEMMs hold the tensor pipe (FlashAttention-3's ping-pong). A step of the pair costs both warpgroups'
+    # GEMMs (2G) or one warpgroup's GEMMs and its softmax (G + S: half the MUFU and FP32 work and the chain's
+    # latencies), whichever is longer; the rest (shared memory, issue) overlaps them. Nsight Compute puts the launch
+    # of 32 queries against 32k keys (B 1 H 32 Hkv 8; research/data/h200/cudnn_sass/sdpa_dec_sass.tar.gz) at 2,650
+    # cycles a step at d = 128 and 1,970 at d = 64, its once-run code included; the model gives 2,750 and 2,120.
+    serial = (("max", ("wgmma",), (("wgmma", 1 / 2), ("sfu", 1 / 2), ("fp32", 1 / 2), "latency")),)
     # The backward's SASS (research/data/h200/cudnn_sass/, research/scripts/ncu_sdpa_launch.sh) has no such
     # ping-pong: its two consumer warpgroups meet at one named barrier (BAR.SYNC 6, 256 threads) twice a tile pair
     # and wait on their MMA groups 4-5 times a pair (WARPGROUP.DEPBAR), so they walk each phase together: a pair
@@ -478,7 +480,8 @@ class SDPACudnn(_SDPA):
                                  path_mma=0 * c.path_mma, path_wgmma=groups,
                                  smem_ld_wavefronts=4 * ld, smem_ld_bytes=512 * ld,
                                  path_load=0 * c.path_load, path_load_miss=0 * c.path_load_miss,
-                                 load_steps=0 * c.path_load_miss)
+                                 load_steps=0 * c.path_load_miss,
+                                 path_cycle=c.path_cycle + self.TILE_END_CYCLES * d / 128)
         # the one-query kernel: FA2's loop nest as it is, each warp a block of its own, and the block's end, which
         # that stand-in lacks (its four warps' rows merged through shared memory and written): DECODE_END_CYCLES
         one = dataclasses.replace(plain, path_cycle=self.DECODE_END_CYCLES + 0 * plain.path_gmem)
@@ -504,6 +507,12 @@ class SDPACudnn(_SDPA):
     # warp samples of one launch (B 1 H 32 Hkv 8 Nk 32k d 128: 3.4% of its samples, after the loop, of 66,415 cycles;
     # research/data/h200/cudnn_sass/sdpa_dec_sass2.tar.gz, sass_cudnn_dec1_long.csv)
     DECODE_END_CYCLES = 2300
+    # SM cycles a work tile of the prefill kernel spends after its KV loop (O rescaled, converted and stored), at
+    # d = 128, scaling with the O tile's columns: its consumer warps' samples after the loop, 2.97% of the N 512 launch's
+    # 96,892 cycles (research/data/h200/cudnn_sass/sdpa_sass.tar.gz, sass_cudnn_fwd_plain.csv); at every SM busy the
+    # N 5120 launches spend 3,000 (d 128) and 1,730 (d 64) cycles a tile outside their steps (sdpa_pad_sass.tar.gz:
+    # elapsed cycles less 400 steps of the busiest SM at the profiled step)
+    TILE_END_CYCLES = 2880
 
     def decoding(self, tiles):
         return (arr(tiles.warps) == 1) & (arr(tiles.Br) == self.DECODE_ROWS)
@@ -578,7 +587,33 @@ class SDPACudnn(_SDPA):
     def kernel_head_dim(self, d):
         return np.select([arr(d) <= h for h in self.KERNEL_HEAD_DIMS], self.KERNEL_HEAD_DIMS, 256)
 
+    # Keys that do not fill the last 128-key tile: the plain kernel then masks every score of every tile against the
+    # key count, not the last tile's alone. Nsight Compute's counts of the same launch at N 5000 against 5120 (B 2
+    # H 16, 40 x 40 tiles both, d 64 and 128: research/data/h200/cudnn_sass/sdpa_pad_sass.tar.gz) show 2.04-2.07
+    # more warp instructions a score a thread (SEL 1.00, ISETP 0.50, VIADD 0.39-0.49, IMAD, IADD3 ...), all of them
+    # ALU work in the softmax phase, and 12-14% more cycles a step: 1.1-1.3 cycles for each added instruction of the
+    # two consumer warpgroups, whose softmax phases take turns. So both warpgroups' share lies on the step's chain at
+    # one issue cycle an instruction (a warp issuing alone). The causal kernel, whose ragged key tile is a diagonal
+    # one it masks anyway, adds 0.1 an instruction a score there (d 64, the same pair of launches): none is priced.
+    PAD_ALU = 2.05
+
     def _own_counts(self, shape, tiles, facts):
+        c = self._bias_counts(shape, tiles, facts)
+        if shape.mode != "fwd":
+            return c
+        ragged = (arr(shape.Nk) % arr(tiles.Bc) != 0) & ~self.decoding(tiles) & ~np.asarray(shape.causal, bool)
+        if not np.any(ragged):
+            return c
+        # every tile's scores, whole (a warp instruction for 32 of them) and, on a block's chain, its exposed KV steps
+        # (head_counts: two MMA groups a step), each a consumer thread's share of the tile's scores
+        Nq, Nk, Br, Bc = (arr(x) for x in (shape.Nq, shape.Nk, tiles.Br, tiles.Bc))
+        warp = np.asarray(shape.heads, float) * cdiv(Nq, Br) * cdiv(Nk, Bc) * Br * Bc / 32
+        steps, per_thread = c.path_wgmma / 2, Br * Bc / (arr(tiles.warps) * 32)
+        padded = dataclasses.replace(c, warp_other=c.warp_other + warp * self.PAD_ALU,
+                                     path_cycle=c.path_cycle + 2 * steps * per_thread * self.PAD_ALU)
+        return padded.where(ragged, c)
+
+    def _bias_counts(self, shape, tiles, facts):
         c = super()._own_counts(shape, tiles, facts)
         if shape.mode != "fwd" or not shape.causal:
             return c

@@ -9,7 +9,8 @@ resident, the GPU warm). The bench runs each launch between two head-start spins
 back, a long one is. Where the average at the model's clock exceeds ``limit_w``, the clock falls until it does not;
 a launch's time scales with 1 / clock (all of it: the DRAM's share of a power-capped launch is small).
 
-No shipped calibration holds a power block (research/notes/known-gaps-log.md, the power model; the probe's figures:
+The shipped H100 and H200 calibrations hold their probe's block; model.timing applies it to kernels priced from
+probes alone, not to those whose fitted path costs hold the clocks of their training timings (the probe's figures:
 research/notes/power-model.md). ``gap_s`` 0: launches back to back, as a training loop runs them.
 """
 

@@ -17,10 +17,11 @@ energy is what the wgmma probe's sustained run leaves beyond idle_w at its clock
 gap between timed runs (two head-start spins and the L2 flush: perfmodel.measure.bench) is priced at the idle
 GPU's and the DRAM fill's power.
 
-``--write CAL.yaml`` puts the result, as the ``power`` block, into that calibration file (a copy of
-gpus/calibration/h100-sxm.yaml, say): the model then holds each launch's clock to the power limit
-(perfmodel.model.power). The shipped calibrations hold no power block: refitted with it, fa2_tc's ranking of tiles
-scored worse on held-out rows (research/notes/known-gaps-log.md, the power model). Run from the repository root.
+``--write CAL.yaml`` puts the result, as the ``power`` block, into that calibration file (the shipped
+gpus/calibration/h100-sxm.yaml and h200.yaml hold theirs): the model then holds the clock of each launch priced
+from probes alone to the power limit (perfmodel.model.power, model.timing). Kernels with fitted path costs keep
+their clock: refitted under the limit, fa2_tc's ranking of tiles scored worse on held-out rows
+(research/notes/known-gaps-log.md, the power model). Run from the repository root.
 """
 import json
 import re

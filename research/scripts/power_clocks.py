@@ -1,10 +1,10 @@
 """The power model's clocks beside the spins' (analysis only; nothing is fitted here).
 
-    python3 research/scripts/fit_power.py --write /tmp/h100-power.yaml        # a copy of the shipped calibration first
-    python3 research/scripts/power_clocks.py /tmp/h100-power.yaml [h100] [fa2_tc|sdpa-flash|sdpa-cudnn]
+    python3 research/scripts/power_clocks.py gpus/calibration/h100-sxm.yaml [h100] [fa2_tc|sdpa-flash|sdpa-cudnn]
 
-For each kernel's committed launches longer than 5 ms: the SM clock the model holds the launch to under the power
-limit (perfmodel.model.power, with the calibration's power block) beside the clock the bench's spins read around
+For each kernel's committed launches longer than 5 ms: the SM clock the power limit holds the launch to
+(perfmodel.model.power, with the calibration's power block; for a kernel with fitted path costs, which the model
+leaves at its clock, the clock the limit would hold it to) beside the clock the bench's spins read around
 its runs (spin_clock_mhz_before/after, which read up to 5% above the maximum clock: research/notes/measurements.md), by tile
 (fa2_tc) or by head dimension and mask (the libraries); and their correlation over the launches. Run from the
 repository root.
@@ -21,6 +21,8 @@ sys.path.insert(0, str(ROOT))
 from perfmodel import api  # noqa: E402
 from perfmodel.evaluation import dataset, validate  # noqa: E402
 from perfmodel.hw import calibration  # noqa: E402
+from perfmodel.kernels import get  # noqa: E402
+from perfmodel.model import power  # noqa: E402
 
 LONG_S = 5e-3
 
@@ -30,8 +32,13 @@ def clocks(cal_path: str, gpu: str = "h100", kernel: str = "fa2_tc"):
     (ms,) = dataset.load([ROOT / "examples" / "measurements" / gpu / f"{kernel}.csv"])
     spec = api.load_gpu(gpu)
     model = np.zeros(len(ms))
-    for m, p in validate.row_predictions(ms, spec, calibration.resolve(spec, cal_path)):
-        model[m] = np.broadcast_to(np.asarray(p.timing.clock_hz, dtype=float), m.sum()) / 1e6
+    cal = calibration.resolve(spec, cal_path)
+    for m, p in validate.row_predictions(ms, spec, cal):
+        clock = np.asarray(p.timing.clock_hz, dtype=float)
+        if cal.power and cal.fitted(get(kernel).fit_key):
+            clock, _ = power.capped_clock(p.time_s, power.launch_energy_j(p.counts, p.traffic.dram_bytes, cal.power),
+                                          clock, cal.power)
+        model[m] = np.broadcast_to(clock, m.sum()) / 1e6
     spin = ms.spin_clock_mhz()
     return ms, model, spin, ms.measured_s > LONG_S
 

@@ -72,7 +72,7 @@ def test_every_launch_pays_the_cold_start_once():
     for kernel, shape, tiles in (("fa2_tc", dict(B=1, H=1, N=128, d=64, dtype="fp16"), dict(Br=64, Bc=64, warps=4)),
                                  ("fa2", dict(B=8, H=16, N=2048, d=64), {}),
                                  ("sdpa-flash", dict(B=1, H=8, N=512, d=128, dtype="fp16", causal=True), {}),
-                                 ("sdpa-cudnn", dict(B=4, H=16, N=8192, d=128, dtype="fp16"), {})):
+                                 ("sdpa-cudnn", dict(B=1, H=16, N=2048, d=128, dtype="fp16"), {})):   # below the power limit
         k, s, t = api.configure(kernel, gpu=gpu, **shape, **tiles)
         with_cold = float(engine.evaluate(gpu, k, s, t, cal).time_s)
         without = float(engine.evaluate(gpu, k, s, t, none).time_s)
