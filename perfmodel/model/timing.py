@@ -13,6 +13,7 @@ The mechanism in full, and the measurements behind it: research/notes/timing-mod
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Callable
@@ -518,27 +519,31 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     Counts.launches of them) each take at least what the probe's smallest queued kernel adds
     (Calibration.queued_kernel_s)."""
     s = _setup(c, grid_blocks, threads, blocks_per_sm, gpu, cal, fit_key, serial, path_pipes, pipe_p)
-    pa = _paths(s)
-    sm_cycles, busy = _sm_cycles(s, pa)
     # the chip-wide resources; the DRAM row leaves out the burst and the DRAM time already on the path
     burst = burst_bytes(c, s.grid, s.bpsm_safe, gpu.sm_count)
-    chip = {res.name: np.asarray(res.work(c, mem, cal) / res.rate(cal), dtype=np.float32)
-            for res in CHIP_RESOURCES}
-    chip["dram"] = np.maximum(chip["dram"] - burst / cal.dram_bw_bps - pa.dram_on_path / s.clock,
-                              0).astype(np.float32)
+    chip0 = {res.name: np.asarray(res.work(c, mem, cal) / res.rate(cal), dtype=np.float32)
+             for res in CHIP_RESOURCES}
+
+    def priced(s):
+        pa = _paths(s)
+        sm_cycles, busy = _sm_cycles(s, pa)
+        chip = dict(chip0, dram=np.maximum(chip0["dram"] - burst / cal.dram_bw_bps - pa.dram_on_path / s.clock,
+                                           0).astype(np.float32))
+        return _seconds(s, s.clock, sm_cycles, busy, pa, chip, burst, cold)
+
     clock = s.clock
-    total, times = _seconds(s, clock, sm_cycles, busy, pa, chip, burst, cold)
+    total, times = priced(s)
     # the power limit (model.power): a launch whose bench runs would average more than the limit at this clock runs
-    # at the clock that meets it; its cycles are the same (those of DRAM waits, priced at this clock, too). A kernel
-    # whose path costs were fitted to timings holds in them the clocks those timings ran at, so only a kernel priced
-    # from the probes alone (a library's, as cuDNN's) takes the limit's clock: refitted under the limit, fa2_tc's
-    # ranking of tiles fell below its target (research/notes/known-gaps-log.md, the power model)
+    # at the clock that meets it, priced again there (the cycles its path waits on DRAM fall with the clock). A
+    # kernel whose path costs were fitted to timings holds in them the clocks those timings ran at, so only a kernel
+    # priced from the probes alone (a library's, as cuDNN's) takes the limit's clock: refitted under the limit,
+    # fa2_tc's ranking of tiles fell below its target (research/notes/known-gaps-log.md, the power model)
     clock_run, watts = clock.astype(float), None
     if cal.power and not cal.fitted(fit_key):
         clock_run, watts = power.capped_clock(total, power.launch_energy_j(c, mem.dram_bytes, cal.power), clock,
                                               cal.power)
         if np.any(clock_run < clock):
-            total, times = _seconds(s, clock_run.astype(np.float32), sm_cycles, busy, pa, chip, burst, cold)
+            total, times = priced(dataclasses.replace(s, clock=clock_run.astype(np.float32)))
     # no launch moves its DRAM bytes faster than DRAM streams them: a launch whose path holds its DRAM waits (a
     # decode step's in-step misses) prices later rounds' misses at their latency, which can undercut it
     floor = dram_floor_s(mem, cal)
