@@ -503,6 +503,9 @@ class SDPACudnn(_SDPA):
     # 8 splits where d <= 128 takes 4), and none once the row tiles reach DECODE_NO_SPLIT of the SMs (64 of them split
     # 4 ways, 128 not at all on 132 SMs; FlashAttention-2's num_splits_heuristic stops at 0.8 of the SMs, taken here)
     DECODE_SLOTS, DECODE_NO_SPLIT = 256, 0.8
+    # at d = 256 its loop takes 64 keys a step, 16 a warp (its SASS: 16 iterations of 32 HMMAs a warp for 1,024 keys
+    # a block, research/data/h200/cudnn_sass/sdpa_dec_sass3.tar.gz, sass_cudnn_dec1_d256.csv)
+    DECODE_KEYS_D256 = 64
     # SM cycles of the code after its key loop (the merge and the partial row's write), read off Nsight Compute's
     # warp samples of one launch (B 1 H 32 Hkv 8 Nk 32k d 128: 3.4% of its samples, after the loop, of 66,415 cycles;
     # research/data/h200/cudnn_sass/sdpa_dec_sass2.tar.gz, sass_cudnn_dec1_long.csv)
@@ -529,8 +532,9 @@ class SDPACudnn(_SDPA):
         s = np.clip(np.minimum(slots // np.maximum(base, 1), cdiv(run.Nk, self.DECODE_KEYS)), 1, 64)
         s = np.where(base >= self.DECODE_NO_SPLIT * gpu.sm_count, 1, s)
         W = self.DECODE_WARPS
+        keys = np.where(self.kernel_head_dim(shape.d) > 128, self.DECODE_KEYS_D256, self.DECODE_KEYS)
         return SDPATiles(Br=np.where(one, self.DECODE_ROWS, tiles.Br),
-                         Bc=np.where(one, self.DECODE_KEYS // W, tiles.Bc), warps=np.where(one, 1, tiles.warps),
+                         Bc=np.where(one, keys // W, tiles.Bc), warps=np.where(one, 1, tiles.warps),
                          splits=np.where(one, W * s, 1))
 
     def resolution_note(self, given, tiles):

@@ -90,3 +90,13 @@ def test_cudnn_masks_every_score_when_the_keys_leave_the_last_tile_ragged_unless
         else:
             assert extra == pytest.approx(k.PAD_ALU * scores / 32, rel=0.02)
             assert float(ragged.path_cycle) > float(even.path_cycle) + 40 * 2 * 64 * k.PAD_ALU * 0.99
+
+
+def test_cudnn_decode_takes_64_keys_a_step_at_d_256():
+    """cuDNN's one-query kernel walks 128 keys a step (32 a warp) up to d = 128 and 64 (16 a warp) at d = 256, as
+    its SASS counts show."""
+    from perfmodel import api
+
+    for d, per_warp in ((64, 32), (128, 32), (256, 16)):
+        r = api.predict(gpu="h200", kernel="sdpa-cudnn", B=8, H=32, Hkv=8, Nq=1, Nk=8192, d=d, dtype="bf16")
+        assert int(np.asarray(r.prediction.tiles.Bc)) == per_warp, d
