@@ -579,7 +579,9 @@ class SDPACudnn(_SDPA):
     # (LDL 0.25, STL 0.23 a score). The ping-pong barriers stay, but this work sits in the warpgroup's softmax
     # phase, where the warp issues alone (its partner warpgroup is in its GEMMs): there it issues an instruction
     # every 5.2 cycles against 3.1 without the bias, so the model puts the bias work on the step's chain, each ALU
-    # instruction at the FP32 latency, each spill reload at an L1 hit's, and one L2 round trip for the loads.
+    # instruction at the FP32 latency, each spill reload at an L1 hit's, and one L2 round trip for the loads. At d = 64
+    # the same pair of launches (sdpa_mask_d64_sass.tar.gz) adds the same work but no spills (6.83 a score, no LDL or
+    # STL): its O tile leaves the registers room.
     MASK_ALU, MASK_LDG, MASK_LDL, MASK_STL, MASK_OTHER = 6.33, 0.516, 0.253, 0.226, 0.16   # a score, a thread
     MASK_LDG_SECTORS = 7.75
 
@@ -631,13 +633,15 @@ class SDPACudnn(_SDPA):
         # a block's chain: its exposed KV steps (head_counts: two MMA groups a step), each a consumer thread's
         # share of the tile's scores
         steps, per_thread = full.path_wgmma / 2, Br * Bc / (arr(tiles.warps) * 32)
+        spills = np.where(self.kernel_head_dim(shape.d) > 64, 1.0, 0.0)       # none at d = 64
+        ldl, stl = spills * self.MASK_LDL, spills * self.MASK_STL
         bias = dataclasses.replace(
             full, l2_read_bytes=full.l2_read_bytes + warp * self.MASK_LDG * self.MASK_LDG_SECTORS * 32,
             dram_read_once=full.dram_read_once + Nq * Nk * 2,
             warp_fp32=full.warp_fp32 + warp * self.MASK_ALU, warp_ldg=full.warp_ldg + warp * self.MASK_LDG,
-            warp_other=full.warp_other + warp * (self.MASK_LDL + self.MASK_STL + self.MASK_OTHER),
+            warp_other=full.warp_other + warp * (ldl + stl + self.MASK_OTHER),
             path_fp32=full.path_fp32 + steps * per_thread * self.MASK_ALU,
-            path_local=full.path_local + steps * per_thread * self.MASK_LDL, path_gmem=full.path_gmem + steps,
+            path_local=full.path_local + steps * per_thread * ldl, path_gmem=full.path_gmem + steps,
             queued_ops=full.queued_ops + self.MASK_OPS)
         return bias.where(masked, c)
 
