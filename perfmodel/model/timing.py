@@ -194,6 +194,7 @@ class _Launch:
     path_pipes: tuple
     pipe_p: float
     p_rows: object               # the p's factor by the rows a scheduler holds, or None
+    read_bps: float              # what a step's DRAM reads stream at (_setup)
     groups: list                 # serial groups as (resource, share) pairs
     path_serial: bool            # a group names "latency"
     smem_serial: object          # Counts.smem_serial, or None
@@ -226,9 +227,14 @@ def _setup(c, grid_blocks, threads, blocks_per_sm, gpu, cal, fit_key, serial, pa
     p_rows = (np.where(rows > 0, np.power(np.maximum(rows, f32(1)) / f32(16), -f32(costs["overlap_rows"])), f32(1))
               if costs["overlap_rows"] and np.any(rows > 0) else None)
     groups = [_alternatives(g) for g in serial]
+    # a step's DRAM reads stream at the read stream's rate (Calibration.dram_floor_rates); a kernel whose path costs
+    # were fitted keeps the copy's rate they were fitted at (refitted at the read rate, fa2_tc's ranking of tiles on
+    # the H200 fell below its target: research/notes/known-gaps-log.md, 2026-12-02)
+    read_bps = cal.dram_bw_bps if cal.fitted(fit_key) else cal.dram_floor_rates[0]
     return _Launch(c=c, gpu=gpu, cal=cal, costs=costs, clock=clock, grid=grid, bpsm=bpsm, bpsm_safe=bpsm_safe,
                    warps_per_block=warps_per_block, full_rounds=full_rounds, last=last, r_full=r_full,
-                   per_block=per_block, path_pipes=path_pipes, pipe_p=pipe_p, p_rows=p_rows, groups=groups,
+                   per_block=per_block, path_pipes=path_pipes, pipe_p=pipe_p, p_rows=p_rows, read_bps=read_bps,
+                   groups=groups,
                    path_serial=any(n == "latency" for g in groups for a in g for n, _ in a),
                    smem_serial=(np.asarray(c.smem_serial, dtype=f32)
                                 if np.any(np.asarray(c.smem_serial) > 0) else None))
@@ -312,7 +318,7 @@ def _paths(s: _Launch) -> _Paths:
     own_bytes, kv_bytes = (np.asarray(b, dtype=f32) for b in step_bytes(c, s.grid, s.bpsm_safe, gpu.sm_count))
 
     def dram_cycles(nbytes):
-        return (nbytes / f32(cal.dram_bw_bps) * clock).astype(f32)
+        return (nbytes / f32(s.read_bps) * clock).astype(f32)
 
     step_cycles = dram_cycles(kv_bytes / 2)
     in_step_cost = np.maximum(f32(costs["load_miss"]), step_cycles)
@@ -493,7 +499,7 @@ def _seconds(s: _Launch, clock, sm_cycles, busy, pa: _Paths, chip, burst, cold):
     times.update(chip)
     cold_s = cal.cold_start_cycles / np.asarray(clock, dtype=float) if cold else 0.0
     per_launch = (cal.launch_overhead_s * np.asarray(c.launches, dtype=float) + cold_s
-                  + burst / cal.dram_bw_bps + cal.queued_op_s * np.asarray(c.queued_ops, dtype=float))
+                  + burst / s.read_bps + cal.queued_op_s * np.asarray(c.queued_ops, dtype=float))
     return _pnorm([sm_time] + [times[r.name] for r in CHIP_RESOURCES], cal.overlap_p) + per_launch, times
 
 
@@ -527,7 +533,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     def priced(s):
         pa = _paths(s)
         sm_cycles, busy = _sm_cycles(s, pa)
-        chip = dict(chip0, dram=np.maximum(chip0["dram"] - burst / cal.dram_bw_bps - pa.dram_on_path / s.clock,
+        chip = dict(chip0, dram=np.maximum(chip0["dram"] - burst / s.read_bps - pa.dram_on_path / s.clock,
                                            0).astype(np.float32))
         return _seconds(s, s.clock, sm_cycles, busy, pa, chip, burst, cold)
 
