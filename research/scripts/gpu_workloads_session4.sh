@@ -7,9 +7,14 @@
 W=/tmp/session4
 source research/scripts/gpu_session_common.sh
 step 240 env SDPA_WORKLOAD_SET=decode-cudnn python3 research/scripts/sdpa_workload_calls.py "$W/decode_cudnn_calls.json"
-L=research/scripts/ncu_sdpa_launch.sh
-step 90 bash $L "$W" cudnn_dec1_d256 fprop sdpa-cudnn B=8 H=32 Hkv=8 Nq=1 Nk=8192 d=256 dtype=bf16 causal=0
-step 90 bash $L "$W" cudnn_dec1_b64 fprop sdpa-cudnn B=64 H=32 Hkv=1 Nq=1 Nk=8192 d=64 dtype=bf16 causal=0
-step 120 bash $L "$W" cudnn_dec1_many fprop sdpa-cudnn B=8 H=32 Hkv=32 Nq=1 Nk=131072 d=64 dtype=bf16 causal=0
+# one-query launches profiled: tag, then B Hkv Nk d (H 32)
+while read -r tag B Hkv Nk d; do
+  step 120 bash research/scripts/ncu_sdpa_launch.sh "$W" "cudnn_dec1_$tag" fprop sdpa-cudnn \
+    B="$B" H=32 Hkv="$Hkv" Nq=1 Nk="$Nk" d="$d" dtype=bf16 causal=0
+done <<'LAUNCHES'
+d256 8 8 8192 256
+b64 64 1 8192 64
+many 8 32 131072 64
+LAUNCHES
 (cd "$W" && tar czf "$out/session4.tgz" --exclude='*.ncu-rep' .)
 ls -la "$out"
