@@ -5,7 +5,8 @@ costs the p-norm join of each SM resource's cycles (SM_RESOURCES: the pipes, iss
 latency path (the path features of Counts at their fitted costs, with the L2 misses it waits on). Blocks of uneven
 work (causal) cannot finish before the heaviest; the chip-wide rows (CHIP_RESOURCES: L2, DRAM) join the SM time
 the same way; each launch adds its launch cost, cold start and first-round burst. Cycles become seconds at the SM
-clock (the tensor clock for MMA launches), lowered where a calibration's power block caps it (model.power).
+clock (the tensor clock for MMA launches), lowered where a calibration's power block caps a kernel priced from
+probes alone (model.power).
 Adding a resource is one row here (and the calibration field that prices it).
 
 The mechanism in full, and the measurements behind it: research/notes/timing-model.md.
@@ -195,7 +196,7 @@ class _Launch:
     pipe_p: float
     p_rows: object               # the p's factor by the rows a scheduler holds, or None
     read_bps: float              # what a step's DRAM reads stream at (_setup)
-    groups: list                 # serial groups as (resource, share) pairs
+    groups: list                 # serial groups: each a list of alternatives of (resource, share) pairs
     path_serial: bool            # a group names "latency"
     smem_serial: object          # Counts.smem_serial, or None
 
