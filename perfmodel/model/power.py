@@ -7,7 +7,7 @@ the voltage squared, the voltage the clock). Beside it the GPU draws ``idle_w`` 
 resident, the GPU warm). The bench runs each launch between two head-start spins and an L2 flush (``gap_s`` at
 ``gap_w``), and the limit holds the average over a run and its gap: a short launch between long gaps is not held
 back, a long one is. Where the average at the model's clock exceeds ``limit_w``, the clock falls until it does not;
-a launch's time scales with 1 / clock (all of it: the DRAM's share of a power-capped launch is small).
+in finding that clock a launch's time scales with 1 / clock (all of it), and model.timing then prices it again there.
 
 The shipped H100 and H200 calibrations hold their probe's block; model.timing applies it to kernels priced from
 probes alone, not to those whose fitted path costs hold the clocks of their training timings (the probe's figures:

@@ -195,6 +195,7 @@ class _Launch:
     path_pipes: tuple
     pipe_p: float
     p_rows: object               # the p's factor by the rows a scheduler holds, or None
+    probed: bool                 # priced from probes alone, no fitted path costs (_setup)
     read_bps: float              # what a step's DRAM reads stream at (_setup)
     groups: list                 # serial groups: each a list of alternatives of (resource, share) pairs
     path_serial: bool            # a group names "latency"
@@ -228,13 +229,15 @@ def _setup(c, grid_blocks, threads, blocks_per_sm, gpu, cal, fit_key, serial, pa
     p_rows = (np.where(rows > 0, np.power(np.maximum(rows, f32(1)) / f32(16), -f32(costs["overlap_rows"])), f32(1))
               if costs["overlap_rows"] and np.any(rows > 0) else None)
     groups = [_alternatives(g) for g in serial]
-    # a step's DRAM reads stream at the read stream's rate (Calibration.dram_floor_rates); a kernel whose path costs
-    # were fitted keeps the copy's rate they were fitted at (refitted at the read rate, fa2_tc's ranking of tiles on
-    # the H200 fell below its target: research/notes/known-gaps-log.md, 2026-12-02)
-    read_bps = cal.dram_bw_bps if cal.fitted(fit_key) else cal.dram_floor_rates[0]
+    # A kernel whose path costs were fitted to timings keeps what they were fitted under: the clocks those timings
+    # ran at (no power limit) and DRAM reads at the copy's rate. Refitted under either, fa2_tc's ranking of tiles fell
+    # below its target (research/notes/known-gaps-log.md, the power model and 2026-12-02). A kernel priced from
+    # probes alone takes both: its steps' reads stream at the read stream's rate (Calibration.dram_floor_rates).
+    probed = not cal.fitted(fit_key)
+    read_bps = cal.dram_floor_rates[0] if probed else cal.dram_bw_bps
     return _Launch(c=c, gpu=gpu, cal=cal, costs=costs, clock=clock, grid=grid, bpsm=bpsm, bpsm_safe=bpsm_safe,
                    warps_per_block=warps_per_block, full_rounds=full_rounds, last=last, r_full=r_full,
-                   per_block=per_block, path_pipes=path_pipes, pipe_p=pipe_p, p_rows=p_rows, read_bps=read_bps,
+                   per_block=per_block, path_pipes=path_pipes, pipe_p=pipe_p, p_rows=p_rows, probed=probed, read_bps=read_bps,
                    groups=groups,
                    path_serial=any(n == "latency" for g in groups for a in g for n, _ in a),
                    smem_serial=(np.asarray(c.smem_serial, dtype=f32)
@@ -541,12 +544,10 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
     clock = s.clock
     total, times = priced(s)
     # the power limit (model.power): a launch whose bench runs would average more than the limit at this clock runs
-    # at the clock that meets it, priced again there (the cycles its path waits on DRAM fall with the clock). A
-    # kernel whose path costs were fitted to timings holds in them the clocks those timings ran at, so only a kernel
-    # priced from the probes alone (a library's, as cuDNN's) takes the limit's clock: refitted under the limit,
-    # fa2_tc's ranking of tiles fell below its target (research/notes/known-gaps-log.md, the power model)
+    # at the clock that meets it, priced again there (the cycles its path waits on DRAM fall with the clock); only a
+    # kernel priced from probes alone (_setup: s.probed)
     clock_run, watts = clock.astype(float), None
-    if cal.power and not cal.fitted(fit_key):
+    if cal.power and s.probed:
         clock_run, watts = power.capped_clock(total, power.launch_energy_j(c, mem.dram_bytes, cal.power), clock,
                                               cal.power)
         if np.any(clock_run < clock):
