@@ -528,11 +528,12 @@ class SDPACudnn(_SDPA):
             return tiles
         run, one = self.run_shape(shape), arr(shape.Nq) == 1
         base = arr(run.B) * arr(run.H) * cdiv(run.Nq, self.DECODE_ROWS)
-        slots = np.where(self.kernel_head_dim(shape.d) > 128, 2 * self.DECODE_SLOTS, self.DECODE_SLOTS)
+        wide = self.kernel_head_dim(shape.d) > 128
+        slots = np.where(wide, 2 * self.DECODE_SLOTS, self.DECODE_SLOTS)
         s = np.clip(np.minimum(slots // np.maximum(base, 1), cdiv(run.Nk, self.DECODE_KEYS)), 1, 64)
         s = np.where(base >= self.DECODE_NO_SPLIT * gpu.sm_count, 1, s)
         W = self.DECODE_WARPS
-        keys = np.where(self.kernel_head_dim(shape.d) > 128, self.DECODE_KEYS_D256, self.DECODE_KEYS)
+        keys = np.where(wide, self.DECODE_KEYS_D256, self.DECODE_KEYS)
         return SDPATiles(Br=np.where(one, self.DECODE_ROWS, tiles.Br),
                          Bc=np.where(one, keys // W, tiles.Bc), warps=np.where(one, 1, tiles.warps),
                          splits=np.where(one, W * s, 1))
@@ -610,14 +611,19 @@ class SDPACudnn(_SDPA):
         ragged = (arr(shape.Nk) % arr(tiles.Bc) != 0) & ~self.decoding(tiles) & ~np.asarray(shape.causal, bool)
         if not np.any(ragged):
             return c
-        # every tile's scores, whole (a warp instruction for 32 of them) and, on a block's chain, its exposed KV steps
-        # (head_counts: two MMA groups a step), each a consumer thread's share of the tile's scores
-        Nq, Nk, Br, Bc = (arr(x) for x in (shape.Nq, shape.Nk, tiles.Br, tiles.Bc))
-        warp = np.asarray(shape.heads, float) * cdiv(Nq, Br) * cdiv(Nk, Bc) * Br * Bc / 32
-        steps, per_thread = c.path_wgmma / 2, Br * Bc / (arr(tiles.warps) * 32)
+        warp, steps, per_thread = self._every_score(shape, tiles, c)
         padded = dataclasses.replace(c, warp_other=c.warp_other + warp * self.PAD_ALU,
                                      path_cycle=c.path_cycle + 2 * steps * per_thread * self.PAD_ALU)
         return padded.where(ragged, c)
+
+    @staticmethod
+    def _every_score(shape, tiles, c):
+        """For work done on every score of every tile, whole: (the warp instructions one instruction a score makes;
+        a block's exposed KV steps on its chain, two MMA groups a step in head_counts; a consumer thread's share of a
+        tile's scores)."""
+        Nq, Nk, Br, Bc = (arr(x) for x in (shape.Nq, shape.Nk, tiles.Br, tiles.Bc))
+        warp = np.asarray(shape.heads, float) * cdiv(Nq, Br) * cdiv(Nk, Bc) * Br * Bc / 32
+        return warp, c.path_wgmma / 2, Br * Bc / (arr(tiles.warps) * 32)
 
     def _bias_counts(self, shape, tiles, facts):
         c = super()._own_counts(shape, tiles, facts)
@@ -627,12 +633,8 @@ class SDPACudnn(_SDPA):
         if not np.any(masked):
             return c
         full = super()._own_counts(dataclasses.replace(shape, causal=False), tiles, facts)
-        Nq, Nk, Br, Bc = (arr(x) for x in (shape.Nq, shape.Nk, tiles.Br, tiles.Bc))
-        scores = np.asarray(shape.heads, float) * cdiv(Nq, Br) * cdiv(Nk, Bc) * Br * Bc   # every tile, whole
-        warp = scores / 32
-        # a block's chain: its exposed KV steps (head_counts: two MMA groups a step), each a consumer thread's
-        # share of the tile's scores
-        steps, per_thread = full.path_wgmma / 2, Br * Bc / (arr(tiles.warps) * 32)
+        Nq, Nk = arr(shape.Nq), arr(shape.Nk)
+        warp, steps, per_thread = self._every_score(shape, tiles, full)
         spills = np.where(self.kernel_head_dim(shape.d) > 64, 1.0, 0.0)       # none at d = 64
         ldl, stl = spills * self.MASK_LDL, spills * self.MASK_STL
         bias = dataclasses.replace(
