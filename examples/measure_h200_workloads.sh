@@ -19,6 +19,8 @@ for k in sdpa-flash sdpa-cudnn fa2_tc; do
 done
 m sdpa-flash h200-headdims sdpa-flash-infer 10
 m sdpa-cudnn h200-headdims sdpa-cudnn-infer 10
+m sdpa-flash h200-headdims2 sdpa-flash-infer 150
+m sdpa-cudnn h200-headdims2 sdpa-cudnn-infer 150
 m sdpa-flash h200-bwd-sdpa sdpa-flash-bwd ${BWD_S:-50}
 m sdpa-cudnn h200-bwd-sdpa sdpa-cudnn-bwd ${BWD_S:-50}
 m fa2_tc h200-bwd-fa2_tc fa2_tc-bwd ${BWD_TC_S:-90}

@@ -34,7 +34,7 @@ import numpy as np
 from perfmodel.kernels import backward
 from perfmodel.kernels.base import ArchFacts, Companion, Kernel, Launch, register
 from perfmodel.kernels.common import arr, cdiv
-from perfmodel.kernels.fa2_tc import FA2TC, FA2TCTiles, fold_groups, head_counts_fa2, num_splits
+from perfmodel.kernels.fa2_tc import FA2TC, FA2TCTiles, fold_groups, head_counts_fa2, kv_tiles, num_splits
 from perfmodel.model.counts import Counts
 
 HEAD_DIMS = (32, 64, 96, 128, 160, 192, 224, 256)       # HEADDIM_SWITCH rounds d up to one of these
@@ -150,7 +150,8 @@ class _SDPA(Kernel):
     # What a kernel compiled for a larger head dim than the problem's reads and writes in global memory is the
     # tensors'; its MMAs and their operands run at the head dim it was compiled for (kernel_head_dim)
     MEMORY = ("gld_sectors", "l2_read_bytes", "l2_write_bytes", "l2_red_bytes", "dram_read_once", "dram_read_reuse",
-              "dram_write_once", "dram_write_reuse", "reuse_live_bytes", "burst_own_bytes", "burst_kv_bytes")
+              "dram_write_once", "dram_write_reuse", "reuse_live_bytes", "burst_own_bytes", "burst_kv_bytes",
+              "stage_bytes")
 
     def kernel_head_dim(self, d):
         """The head dim the library's kernel for ``d`` is compiled for."""
@@ -449,7 +450,11 @@ class SDPACudnn(_SDPA):
     # latencies), whichever is longer; the rest (shared memory, issue) overlaps them. Nsight Compute puts the launch
     # of 32 queries against 32k keys (B 1 H 32 Hkv 8; research/data/h200/cudnn_sass/sdpa_dec_sass.tar.gz) at 2,650
     # cycles a step at d = 128 and 1,970 at d = 64, its once-run code included; the model gives 2,750 and 2,120.
-    serial = (("max", ("wgmma",), (("wgmma", 1 / 2), ("sfu", 1 / 2), ("fp32", 1 / 2), "latency")),)
+    # Where its shared memory holds one K and one V stage (d = 256: SDPACudnn.STAGE_NOTE), a third bound: each
+    # tile's K (V) copy starts when both warpgroups have released the one before and must land within one
+    # warpgroup's PV (QK^T) GEMM, so a step lasts at least one warpgroup's GEMMs and both copies (G + 2 L).
+    serial = (("max", ("wgmma",), (("wgmma", 1 / 2), ("sfu", 1 / 2), ("fp32", 1 / 2), "latency"),
+               (("wgmma", 1 / 2), "stage")),)
     # The backward's SASS (research/data/h200/cudnn_sass/, research/scripts/ncu_sdpa_launch.sh) has no such
     # ping-pong: its two consumer warpgroups meet at one named barrier (BAR.SYNC 6, 256 threads) twice a tile pair
     # and wait on their MMA groups 4-5 times a pair (WARPGROUP.DEPBAR), so they walk each phase together: a pair
@@ -462,6 +467,17 @@ class SDPACudnn(_SDPA):
     arch = {"sm_90": ArchFacts(regs=168, source="the launch (research/data/h100/sdpa_kernels.json)",
                                overheads={"tile": 60, "kstep": 2, "mask_elem": 1})}
     LAUNCH_SMEM = {64: 134144, 128: 232448, 256: 232448}
+
+    # STAGE_NOTE: the K/V stages its shared memory holds beside the Q tile, three at d = 64 and 128, one at d = 256
+    # (Q, K and V tiles of 64 KB each in its 227 KB). Nsight Compute's profile of B 4 H 16 N 4096 d 256 beside
+    # d 128 (research/data/h200/cudnn_sass/sdpa_d256_sass.tar.gz) shows the same instructions a step but for the
+    # MMAs and O's rescale, and 5,200 cycles a step against the 4,100 its MMAs take at the pipe's rate; its
+    # consumer warps now sleep on the copies' barriers (NANOSLEEP.SYNCS, SYNCS.PHASECHK), which d = 128's never do.
+    def kv_stages(self, shape, tiles):
+        """K/V tile stages the launch's shared memory holds beside its Q tile."""
+        dk, eb = self.kernel_head_dim(shape.d), shape.element_bytes
+        Br, Bc = arr(tiles.Br), arr(tiles.Bc)
+        return (arr(self.smem_bytes(dataclasses.replace(shape, mode="fwd"), tiles)) - Br * dk * eb) // (2 * Bc * dk * eb)
 
     def head_counts(self, shape, tiles, facts):
         """FA2's counts with the MMAs as warpgroup MMAs (same FLOPs). A warpgroup MMA reads its shared-memory
@@ -476,7 +492,11 @@ class SDPACudnn(_SDPA):
         # the producer warpgroup copies K and V stages ahead of the consumers (TMA): no tile load on their path
         # every call runs a memset (0.77 us in the profiler) before its kernel (examples/measurements/h100/
         # sdpa_calls.json): a second GPU operation queued in the call
+        one_stage = self.kv_stages(shape, tiles) <= 1
+        tiles_h = kv_tiles(shape.Nq, shape.Nk, tiles.Br, tiles.Bc, shape.causal)[0]
         wg = dataclasses.replace(c, queued_ops=1, warp_wgmma=c.warp_mma, warp_mma=0 * c.warp_mma, warp_ldsm=0 * ld,
+                                 stage_loads=np.where(one_stage, 2 * tiles_h, 0),
+                                 stage_bytes=np.where(one_stage, 2 * tiles_h * Bc * d * shape.element_bytes, 0),
                                  path_mma=0 * c.path_mma, path_wgmma=groups,
                                  smem_ld_wavefronts=4 * ld, smem_ld_bytes=512 * ld,
                                  path_load=0 * c.path_load, path_load_miss=0 * c.path_load_miss,
@@ -485,7 +505,26 @@ class SDPACudnn(_SDPA):
         # the one-query kernel: FA2's loop nest as it is, each warp a block of its own, and the block's end, which
         # that stand-in lacks (its four warps' rows merged through shared memory and written): DECODE_END_CYCLES
         one = dataclasses.replace(plain, path_cycle=self.DECODE_END_CYCLES + 0 * plain.path_gmem)
-        return one.where(self.decoding(tiles), wg)
+        return self._decode_twice_k(shape, tiles, one).where(self.decoding(tiles), wg)
+
+    def _decode_twice_k(self, shape, tiles, c):
+        """The d = 256 decode kernel reads each K tile twice (DECODE_TWICE_K): per step a second copy of the
+        tile, found in L2 and waited on, and a second Q K^T on the chain."""
+        wide = self.kernel_head_dim(shape.d) > 128
+        if not np.any(wide):
+            return c
+        d, Br, Bc, eb = arr(shape.d), arr(tiles.Br), arr(tiles.Bc), shape.element_bytes
+        tiles_h = kv_tiles(shape.Nq, shape.Nk, Br, Bc, False, tiles.splits)[0]
+        kq = d // 16
+        steps = c.path_mma / (kq + Bc // 16)                 # the block's exposed steps (head_counts_fa2)
+        k_bytes, k_copies = tiles_h * Bc * d * eb, tiles_h * Bc * d * eb // 512
+        twice = dataclasses.replace(
+            c, warp_mma=c.warp_mma + tiles_h * (Br // 16) * (Bc // 8) * kq,
+            warp_ldgsts=c.warp_ldgsts + k_copies, smem_st_wavefronts=c.smem_st_wavefronts + 4 * k_copies,
+            smem_st_bytes=c.smem_st_bytes + k_bytes, gld_sectors=c.gld_sectors + k_bytes // 32,
+            l2_read_bytes=c.l2_read_bytes + k_bytes, path_mma=c.path_mma + steps * kq,
+            path_load=c.path_load + steps)
+        return twice.where(wide, c)
 
     # Decode, one query: another kernel, read off its launch (cuDNN 9.19 on the H200, research/data/h200/
     # sdpa_workload_calls.json): ..._sdpa_sm80_flash_fprop_wmma_f16_knob_35_16x128x{d}_1x4x1..., 128 threads, 183
@@ -506,6 +545,11 @@ class SDPACudnn(_SDPA):
     # at d = 256 its loop takes 64 keys a step, 16 a warp (its SASS: 16 iterations of 32 HMMAs a warp for 1,024 keys
     # a block, research/data/h200/cudnn_sass/sdpa_dec_sass3.tar.gz, sass_cudnn_dec1_d256.csv)
     DECODE_KEYS_D256 = 64
+    # DECODE_TWICE_K: and it reads K twice. Nsight Compute's counts of that launch (B 8 H 32 Hkv 8 Nk 8192: sdpa_dec_sass3)
+    # put 1.6 times the K and V bytes through L2 (860 MB for 537), DRAM reading them once: each 64-key step
+    # copies its K tile (32 KB) in an inner loop of two passes and its V tile once, with 64 HMMAs a warp for Q K^T
+    # and 32 for P V where one Q K^T takes 32; every copy is waited on in full (DEPBAR.LE SB0, 0x0: one stage,
+    # where d <= 128 keeps one copy in flight), its warps' samples 47% at the barrier after a copy.
     # SM cycles of the code after its key loop (the merge and the partial row's write), read off Nsight Compute's
     # warp samples of one launch (B 1 H 32 Hkv 8 Nk 32k d 128: 3.4% of its samples, after the loop, of 66,415 cycles;
     # research/data/h200/cudnn_sass/sdpa_dec_sass2.tar.gz, sass_cudnn_dec1_long.csv)

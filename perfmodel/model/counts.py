@@ -100,6 +100,13 @@ class Counts:
     burst_own_bytes: object = 0
     burst_kv_bytes: object = 0
     burst_sharers: object = 1
+    # --- one-stage tile copies ----------------------------------------------------------------------------
+    # tiles a block copies into a buffer it holds one of (a single pipeline stage): each copy waits until the
+    # block's GEMMs have released the tile before it, and the next GEMM waits on it; ``stage_bytes`` their bytes,
+    # ``stage_loads`` their number (timing: the SM resource "stage", each copy's L2 latency and its bytes at the
+    # SM's share of the L2 bandwidth, which a kernel's serial groups place against its GEMMs)
+    stage_bytes: object = 0
+    stage_loads: object = 0
     # --- latency path (per block) --------------------------------------------------------------------------
     path_dot: object = 0
     path_reduction: object = 0

@@ -58,6 +58,9 @@ SM_RESOURCES = (
     # the issue slots as one part
     SMResource("fetch", lambda c: 0 * c.warp_instructions, lambda g, cal: 1 / g.schedulers_per_sm, True),
     SMResource("smem", lambda c: c.smem_wavefronts, lambda g, cal: 1 / cal.smem_wavefronts_per_clk, False),
+    # one-stage tile copies (Counts.stage_*), in cycles (set in _setup, which has the clock): what a serial group
+    # naming it places beside the GEMMs
+    SMResource("stage", lambda c: 0 * c.stage_loads, lambda g, cal: 1.0, False),
 )
 CHIP_RESOURCES = (
     ChipResource("l2", lambda c, mem, cal: c.l2_bytes - (c.l2_red_bytes if _red_priced(cal) else 0),
@@ -220,9 +223,10 @@ def _setup(c, grid_blocks, threads, blocks_per_sm, gpu, cal, fit_key, serial, pa
 
     g = np.maximum(grid, 1)
     fetch = fetch_instructions(c, cal, grid, gpu.sm_count * np.maximum(bpsm, 1))     # issue slots fetch adds
-    per_block = [(((r.work(c) + (fetch if r.name == "fetch" else 0)) / g).astype(f32), f32(r.cycles(gpu, cal)), r)
-                 for r in SM_RESOURCES]
     costs = cal.path_costs(fit_key)
+    added = {"fetch": fetch, "stage": _stage_cycles(c, gpu, cal, costs, clock)}
+    per_block = [(((r.work(c) + added.get(r.name, 0)) / g).astype(f32), f32(r.cycles(gpu, cal)), r)
+                 for r in SM_RESOURCES]
     # the p falls with the query rows each scheduler holds of one block (``overlap_rows``, a kernel's fit; the
     # co-residence probe)
     rows = np.asarray(c.sched_rows, dtype=f32)
@@ -242,6 +246,21 @@ def _setup(c, grid_blocks, threads, blocks_per_sm, gpu, cal, fit_key, serial, pa
                    path_serial=any(n == "latency" for g in groups for a in g for n, _ in a),
                    smem_serial=(np.asarray(c.smem_serial, dtype=f32)
                                 if np.any(np.asarray(c.smem_serial) > 0) else None))
+
+
+def _stage_cycles(c, gpu, cal, costs, clock):
+    """The launch's one-stage tile copies (Counts.stage_*) in SM cycles at ``clock``: each its L2 round trip, then
+    its bytes at the SM's share of the L2 bandwidth."""
+    f32 = np.float32
+    return (np.asarray(c.stage_loads, dtype=f32) * f32(costs["load"])
+            + np.asarray(c.stage_bytes, dtype=f32) * np.asarray(clock, dtype=f32) * f32(gpu.sm_count / cal.l2_bw_bps))
+
+
+def _at_clock(s: _Launch, clock) -> _Launch:
+    """The launch at another SM clock: its one-stage copies' bytes take cycles in proportion."""
+    stage = (_stage_cycles(s.c, s.gpu, s.cal, s.costs, clock) / np.maximum(s.grid, 1)).astype(np.float32)
+    per_block = [(stage, cyc, r) if r.name == "stage" else (w, cyc, r) for w, cyc, r in s.per_block]
+    return dataclasses.replace(s, clock=clock, per_block=per_block)
 
 
 def _alternatives(group):
@@ -551,7 +570,7 @@ def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, c
         clock_run, watts = power.capped_clock(total, power.launch_energy_j(c, mem.dram_bytes, cal.power), clock,
                                               cal.power)
         if np.any(clock_run < clock):
-            total, times = priced(dataclasses.replace(s, clock=clock_run.astype(np.float32)))
+            total, times = priced(_at_clock(s, clock_run.astype(np.float32)))
     # no launch moves its DRAM bytes faster than DRAM streams them: a launch whose path holds its DRAM waits (a
     # decode step's in-step misses) prices later rounds' misses at their latency, which can undercut it
     floor = dram_floor_s(mem, cal)
