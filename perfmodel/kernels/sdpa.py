@@ -298,6 +298,29 @@ class SDPAFlash(_SDPA):
         last 16 zero-filled)."""
         return rounded_head_dim(d)
 
+    # A head dim below the instance's (d = 80 runs the 96 kernel) runs it with Is_even_K false: its copies predicate
+    # the columns past d and zero-fill them in shared memory. Nsight Compute's counts of d 80 against d 96
+    # (research/data/h200/flash_sass/flash_d80_sass.tar.gz: the causal forward B 2 H 16 N 2048, the split-KV decode
+    # B 8 H 32 Hkv 8 Nk 32768) put 112 and 139 more warp instructions a warp a KV tile (LEA, IMAD, ISETP, STS; the
+    # split kernel's also LDS), the same tensor and copy counts, and 11% and 9% more cycles: a warp's chain waits on
+    # them (~4 cycles each, as dependent integer work). RAGGED_K: (forward kernel, split-KV kernel).
+    RAGGED_K = (112, 139)
+
+    def counts(self, shape, tiles, facts):
+        c = super().counts(shape, tiles, facts)
+        d = arr(shape.d)
+        ragged = (self.kernel_head_dim(d) != d) & (shape.mode == "fwd")
+        if not np.any(ragged):
+            return c
+        run = self.run_shape(shape)
+        Br, Bc, W, s = (arr(x) for x in (tiles.Br, tiles.Bc, tiles.warps, tiles.splits))
+        tiles_h = kv_tiles(run.Nq, run.Nk, Br, Bc, bool(run.causal), s)[0]
+        per = np.where(s > 1, self.RAGGED_K[1], self.RAGGED_K[0])
+        steps = c.path_mma / (self.kernel_head_dim(d) // 16 + Bc // 16)     # the block's exposed steps
+        extra = dataclasses.replace(c, warp_other=c.warp_other + np.asarray(run.heads, float) * tiles_h * W * per,
+                                    path_fp32=c.path_fp32 + steps * per)
+        return extra.where(ragged, c)
+
     def _own_counts(self, shape, tiles, facts):
         """The run shape's counts, and what the blocks of rows that see no key still do before they exit
         (flash_fwd_kernel.h: "we exit early and write 0 to gO and gLSE"): their rows of O as zeros and their
