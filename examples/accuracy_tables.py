@@ -204,6 +204,16 @@ def workloads(src: dict) -> str:
                  "l" + "r" * 4)
 
 
+def head_dims(src: dict) -> str:
+    """The SDPA presets on the H200 by head dim: decode and prefill, the model's mean (worst) error and rows."""
+    h = src["workloads"]["head_dims"]
+    cell = lambda m: f"{pct(m['mape'])} ({pct(m['max_ape'], 0)}, {m['n']})" if m else "—"
+    rows = [[d, *(cell(h[k].get(d, {}).get(w)) for k in TC_KERNELS[1:] for w in ("decode", "prefill"))]
+            for d in sorted({d for k in TC_KERNELS[1:] for d in h[k]}, key=int)]
+    return table(["d", "`sdpa-flash` decode", "`sdpa-flash` prefill", "`sdpa-cudnn` decode", "`sdpa-cudnn` prefill"],
+                 rows, "l" + "r" * 4)
+
+
 PUBLISHED_GPU = {"a100-80gb": "A100 80GB SXM4", "h100-sxm": "H100 SXM5"}
 PUBLISHED_MODE = {"fwd": "forward", "bwd": "backward", "fwd_bwd": "forward + backward"}
 
@@ -240,7 +250,7 @@ def published_rows(src: dict) -> str:
 
 
 TABLES = {"summary": summary, "fp32": fp32, "tensor-core": tensor_core, "offgrid": offgrid, "advice": advice,
-          "margins": margins, "repeat": repeat, "workloads": workloads, "published": published,
+          "margins": margins, "repeat": repeat, "workloads": workloads, "head-dims": head_dims, "published": published,
           "published-rows": published_rows}
 
 

@@ -74,9 +74,27 @@ def compute() -> dict:
                 out[f"{kernel}/{w}"] = {"model": score(pred[m], ms.measured_s[m], sub),
                                         "naive": score(base[m], ms.measured_s[m]),
                                         "split": "test" if kernel == "fa2_tc" else "all"}
+    out["head_dims"] = head_dims()
     out["command"] = "python examples/workloads.py"
     out["naive"] = ("forward: max(useful FLOPs / datasheet peak, problem tensors / datasheet DRAM bandwidth); "
                     "backward: the model's forward x 2.5 (fwd_bwd: x 3.5)")
+    return out
+
+
+def head_dims() -> dict:
+    """The SDPA presets' forward rows by head dim: kernel -> d -> {decode, prefill (plain, grouped and cross)}."""
+    out: dict = {}
+    for kernel in KERNELS[1:]:
+        (ms,) = dataset.load([DATA / f"{kernel}.infer.csv"])
+        spec = gpu_mod.match_device_name(ms.gpu_name)
+        pred, _ = validate.predict_set(ms, spec, calibration.resolve(spec))
+        c = ms.cols
+        decode = advice.workloads(c["Nq"], c["Nk"], c["H"], c["Hkv"], ms.mode) == "decode"
+        for d in sorted(set(c["d"].tolist())):
+            for w, m in (("decode", decode), ("prefill", ~decode)):
+                m = m & (c["d"] == d)
+                if m.any():
+                    out.setdefault(kernel, {}).setdefault(str(d), {})[w] = score(pred[m], ms.measured_s[m])
     return out
 
 
@@ -98,7 +116,11 @@ if __name__ == "__main__":
     OUT.write_text(json.dumps(result, indent=1) + "\n")
     advice.WORKLOADS.write_text(json.dumps(packaged(result), indent=1) + "\n")
     for k, v in result.items():
-        if isinstance(v, dict):
+        if isinstance(v, dict) and "model" in v:
             m, n = v["model"], v["naive"]
             print(f"{k:32s} n={m['n']:4d} model {m['mape']:5.1f}% (worst {m['max_ape']:5.0f}%)  naive "
                   f"{n['mape']:5.1f}% (worst {n['max_ape']:5.0f}%)")
+    for kernel, dims in result["head_dims"].items():
+        for d, ws in dims.items():
+            print(f"{kernel:10s} d {d:>3s}  " + "  ".join(f"{w} n={m['n']:3d} {m['mape']:5.1f}% (worst {m['max_ape']:4.0f}%)"
+                                                     for w, m in ws.items()))
