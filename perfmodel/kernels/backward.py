@@ -138,13 +138,15 @@ def masked_pairs(Nq, Nk, Br, Bc, causal: bool):
 
 
 def main_counts(kernel, shape, tiles, facts, per_query_head_blocks: bool, red_floats: int, expanded_dkv: bool,
-                wgmma: bool = False):
+                wgmma: bool = False, score_passes=1):
     """Counts of one query head of an FA2-structured backward main kernel (the launch multiplies by B H).
 
     ``per_query_head_blocks``: one block per (K tile, query head) (FlashAttention-2); else one per (K tile, K/V
     head) walking the group's query heads (fa2_tc). ``red_floats``: floats an atomic warp lane adds (2: fa2_tc's
     red.v2 on sm_90; 1: FlashAttention-2's atomicAdd). ``expanded_dkv``: dK and dV written per query head (FA2 with
-    grouped heads). ``wgmma``: warpgroup MMAs reading both operands from shared memory (cuDNN, assumed)."""
+    grouped heads). ``wgmma``: warpgroup MMAs reading both operands from shared memory (cuDNN, assumed).
+    ``score_passes``: how many times a pair computes its scores (S and dP's GEMMs, the exponentials and the FP32 work
+    on them, their waits and barriers): 2 where the dK and dV accumulators are walked in two halves of d."""
     Nq, Nk, d, Br, Bc, W = (arr(x) for x in (shape.Nq, shape.Nk, shape.d, tiles.Br, tiles.Bc, tiles.warps))
     causal, b = bool(shape.causal), shape.element_bytes
     g = np.asarray(shape.group, dtype=float)
@@ -159,14 +161,15 @@ def main_counts(kernel, shape, tiles, facts, per_query_head_blocks: bool, red_fl
     # per pair, whole block: the five GEMMs' m16n8k16 MMAs; ldmatrix.x4 per warp of each GEMM (a warp tile of m x n
     # over k loads k/16 (m/16 + n/16)): S and dP over (Br/WSM) x (Bc/WSN), K = d; dV and dK over (Bc/WKN) x
     # (d/WKD), K = Br; dQ over (Br/WQM) x (d/WQD), K = Bc
-    mma = 5 * Br * Bc * d // 2048
+    passes = arr(score_passes)
+    mma = (5 + 2 * (passes - 1)) * Br * Bc * d // 2048
     wsn, wkd, wqd = W // wsm, W // wkn, W // wqm
     ldsm_w = (2 * (d // 16) * (Br // wsm // 16 + Bc // wsn // 16) + 2 * (Br // 16) * (Bc // wkn // 16 + d // wkd // 16)
               + (Bc // 16) * (Br // wqm // 16 + d // wqd // 16))
     ldsm = W * ldsm_w
     scores = Br * Bc
-    sfu = scores // 32
-    fp32 = scores // 32 * _FP32_PER_SCORE
+    sfu = scores // 32 * passes
+    fp32 = scores // 32 * _FP32_PER_SCORE * passes
     sts = 2 * scores // 64                       # P and dS, a 16-bit pair a lane: 128-byte warp stores, conflict-free
     red = Br * d // (32 * red_floats)            # dQ's atomics, warp instructions
     q_copies = 2 * Br * d * b // 512             # Q and dO tiles, 16-byte cp.async warp copies
@@ -198,8 +201,9 @@ def main_counts(kernel, shape, tiles, facts, per_query_head_blocks: bool, red_fl
     else:
         smem_ld, ld_instr = ldsm * 4, ldsm
     c = Counts(
-        tensor_fma=pairs * 5 * Br * Bc * d,
-        exp=pairs * scores, add=pairs * scores, mul=pairs * scores, fma=pairs * scores,
+        tensor_fma=pairs * (5 + 2 * (passes - 1)) * Br * Bc * d,
+        exp=pairs * scores * passes, add=pairs * scores * passes, mul=pairs * scores * passes,
+        fma=pairs * scores * passes,
         warp_mma=0 * pairs if wgmma else pairs * mma, warp_wgmma=pairs * mma if wgmma else 0 * pairs,
         warp_ldsm=pairs * ld_instr,
         warp_sfu=pairs * sfu,
@@ -230,8 +234,9 @@ def main_counts(kernel, shape, tiles, facts, per_query_head_blocks: bool, red_fl
         # exponential and the FP32 steps after it, the barriers; the Q/dO loads are prefetched a pair ahead (no
         # wait on the path); the first K/V and Q tiles' round trip
         path_mma=0 * pb if wgmma else pb * (d // 16 + Br // 16 + Bc // 16),
-        path_wgmma=pb * 3 if wgmma else 0 * pb,
-        path_sfu=pb, path_fp32=pb * _FP32_PER_SCORE, path_sync=pb * nsync + 2, path_gmem=1 + 0 * pb,
+        path_wgmma=pb * 3 * passes if wgmma else 0 * pb,
+        path_sfu=pb * passes, path_fp32=pb * _FP32_PER_SCORE * passes, path_sync=pb * nsync * passes + 2,
+        path_gmem=1 + 0 * pb,
         block_spread=spread, head_blocks=Tc * gb / gb, block_step=step,
         # the main kernel holds 255 registers (dK and dV accumulators for its whole K tile): no fragments loaded
         # ahead, each ldmatrix waited on before its MMAs, and the barriers keep the block's warps in one GEMM phase
@@ -323,12 +328,19 @@ def counts(kernel, shape, tiles, facts):
                            expanded_dkv=True)
     elif kernel.name == "sdpa-cudnn":
         head = main_counts(kernel, shape, tiles, facts, per_query_head_blocks=True, red_floats=4, expanded_dkv=True,
-                           wgmma=True)
+                           wgmma=True, score_passes=np.where(kernel.kernel_head_dim(shape.d) > 128, 2, 1))
         # the accumulator's memset; a work tile's prologue and epilogue (its first tiles' wait, dK and dV out through
         # shared memory and TMA stores, the barriers between), measured whole in place of the round trip and the two
         # barriers the loop nest puts there
         head = dataclasses.replace(head, queued_ops=1 + 0 * head.path_gmem, path_gmem=0 * head.path_gmem,
                                    path_sync=head.path_sync - 2, path_cycle=CUDNN_TILE_CYCLES + 0 * head.path_gmem)
+        # one Q/dO stage (d = 256: K and V of its 128 keys take 128 KB of the 227): every pair's two copies are
+        # single-stage (Counts.stage_*)
+        Br, d, b = arr(tiles.Br), arr(shape.d), shape.element_bytes
+        one = kernel.bwd_stages(shape, tiles) <= 1
+        pairs = pairs_per_head(shape.Nq, shape.Nk, Br, tiles.Bc, bool(shape.causal))[0]
+        head = dataclasses.replace(head, stage_loads=np.where(one, 2 * pairs, 0),
+                                   stage_bytes=np.where(one, 2 * pairs * Br * d * b, 0))
     else:
         raise InputError(f"kernel {kernel.name}: no backward model")
     BH = shape.heads

@@ -482,7 +482,9 @@ class SDPACudnn(_SDPA):
     # ping-pong: its two consumer warpgroups meet at one named barrier (BAR.SYNC 6, 256 threads) twice a tile pair
     # and wait on their MMA groups 4-5 times a pair (WARPGROUP.DEPBAR), so they walk each phase together: a pair
     # costs both warpgroups' MMAs, the exponentials, the FP32 work of dP and dS and the chain's latencies, added.
-    serial_bwd = (("wgmma", "sfu", "fp32", "latency"),)
+    # Where its shared memory holds one Q/dO stage (d = 256), each pair's Q and dO copies wait for the pair before to
+    # release them and its GEMMs wait on them: they add to the chain ("stage").
+    serial_bwd = (("wgmma", "sfu", "fp32", "latency", "stage"),)
     # per score, read off the SASS's executed-instruction counts (d = 64 and 128): FMNMX, the scale FMUL, two FADDs
     # (68 FMNMX, 130 FADD, 99 / 132 FMUL with 32 / 64 of them O's rescale, per warp per tile of 64 scores a thread)
     elem_fp32 = 4
@@ -496,6 +498,12 @@ class SDPACudnn(_SDPA):
     # d 128 (research/data/h200/cudnn_sass/sdpa_d256_sass.tar.gz) shows the same instructions a step but for the
     # MMAs and O's rescale, and 5,200 cycles a step against the 4,100 its MMAs take at the pipe's rate; its
     # consumer warps now sleep on the copies' barriers (NANOSLEEP.SYNCS, SYNCS.PHASECHK), which d = 128's never do.
+    def bwd_stages(self, shape, tiles):
+        """Q/dO tile stages the backward's shared memory holds beside its K and V tiles."""
+        dk, eb = self.kernel_head_dim(shape.d), shape.element_bytes
+        Br, Bc = arr(tiles.Br), arr(tiles.Bc)
+        return (arr(self.smem_bytes(dataclasses.replace(shape, mode="bwd"), tiles)) - 2 * Bc * dk * eb) // (2 * Br * dk * eb)
+
     def kv_stages(self, shape, tiles):
         """K/V tile stages the launch's shared memory holds beside its Q tile."""
         dk, eb = self.kernel_head_dim(shape.d), shape.element_bytes
