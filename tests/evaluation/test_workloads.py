@@ -43,7 +43,7 @@ BOUNDS = {
     ("sdpa-cudnn", "grouped prefill"): (5, 13.5),
     ("fa2_tc", "cross-attention"): (8.5, 30), ("sdpa-flash", "cross-attention"): (11.5, 45),
     ("sdpa-cudnn", "cross-attention"): (6.5, 15),
-    ("fa2_tc", "bwd"): (6.5, 20), ("sdpa-flash", "bwd"): (8, 25), ("sdpa-cudnn", "bwd"): (6.5, 40),
+    ("fa2_tc", "bwd"): (6.5, 20), ("sdpa-flash", "bwd"): (8, 25), ("sdpa-cudnn", "bwd"): (6, 25),
     ("fa2_tc", "fwd_bwd"): (8, 25), ("sdpa-flash", "fwd_bwd"): (10, 12), ("sdpa-cudnn", "fwd_bwd"): (3.5, 11),
 }
 
