@@ -498,6 +498,9 @@ class SDPACudnn(_SDPA):
     # d 128 (research/data/h200/cudnn_sass/sdpa_d256_sass.tar.gz) shows the same instructions a step but for the
     # MMAs and O's rescale, and 5,200 cycles a step against the 4,100 its MMAs take at the pipe's rate; its
     # consumer warps now sleep on the copies' barriers (NANOSLEEP.SYNCS, SYNCS.PHASECHK), which d = 128's never do.
+    # Nor can a work tile's Q and first K and V tiles be fetched ahead: the profiles at N 1024, 2048 and 4096
+    # (sdpa_d256_tiles_sass.tar.gz) give 11,400 cycles a tile beyond its 4,680 a step, against the 5,800 of its
+    # epilogue, so those three copies count once a tile.
     def bwd_stages(self, shape, tiles):
         """Q/dO tile stages the backward's shared memory holds beside its K and V tiles."""
         dk, eb = self.kernel_head_dim(shape.d), shape.element_bytes
@@ -524,10 +527,12 @@ class SDPACudnn(_SDPA):
         # every call runs a memset (0.77 us in the profiler) before its kernel (examples/measurements/h100/
         # sdpa_calls.json): a second GPU operation queued in the call
         one_stage = self.kv_stages(shape, tiles) <= 1
-        tiles_h = kv_tiles(shape.Nq, shape.Nk, tiles.Br, tiles.Bc, shape.causal)[0]
+        tiles_h, qtiles = kv_tiles(shape.Nq, shape.Nk, tiles.Br, tiles.Bc, shape.causal)
+        first = (arr(tiles.Br) + 2 * Bc) * d * shape.element_bytes       # a work tile's Q and first K and V
         wg = dataclasses.replace(c, queued_ops=1, warp_wgmma=c.warp_mma, warp_mma=0 * c.warp_mma, warp_ldsm=0 * ld,
-                                 stage_loads=np.where(one_stage, 2 * tiles_h, 0),
-                                 stage_bytes=np.where(one_stage, 2 * tiles_h * Bc * d * shape.element_bytes, 0),
+                                 stage_loads=np.where(one_stage, 2 * tiles_h + qtiles, 0),
+                                 stage_bytes=np.where(one_stage, 2 * tiles_h * Bc * d * shape.element_bytes
+                                                      + qtiles * first, 0),
                                  path_mma=0 * c.path_mma, path_wgmma=groups,
                                  smem_ld_wavefronts=4 * ld, smem_ld_bytes=512 * ld,
                                  path_load=0 * c.path_load, path_load_miss=0 * c.path_load_miss,
