@@ -476,8 +476,9 @@ class SDPACudnn(_SDPA):
     # Where its shared memory holds one K and one V stage (d = 256: SDPACudnn.STAGE_NOTE), a third bound: each
     # tile's K (V) copy starts when both warpgroups have released the one before and must land within one
     # warpgroup's PV (QK^T) GEMM, so a step lasts at least one warpgroup's GEMMs and both copies (G + 2 L).
-    serial = (("max", ("wgmma",), (("wgmma", 1 / 2), ("sfu", 1 / 2), ("fp32", 1 / 2), "latency"),
-               (("wgmma", 1 / 2), "stage")),)
+    # A work tile's epilogue follows its last step whichever bound its steps take ("tail").
+    serial = (("max", ("wgmma", "tail"), (("wgmma", 1 / 2), ("sfu", 1 / 2), ("fp32", 1 / 2), "latency", "tail"),
+               (("wgmma", 1 / 2), "stage", "tail")),)
     # The backward's SASS (research/data/h200/cudnn_sass/, research/scripts/ncu_sdpa_launch.sh) has no such
     # ping-pong: its two consumer warpgroups meet at one named barrier (BAR.SYNC 6, 256 threads) twice a tile pair
     # and wait on their MMA groups 4-5 times a pair (WARPGROUP.DEPBAR), so they walk each phase together: a pair
@@ -537,7 +538,7 @@ class SDPACudnn(_SDPA):
                                  smem_ld_wavefronts=4 * ld, smem_ld_bytes=512 * ld,
                                  path_load=0 * c.path_load, path_load_miss=0 * c.path_load_miss,
                                  load_steps=0 * c.path_load_miss,
-                                 path_cycle=c.path_cycle + self.TILE_END_CYCLES * d / 128)
+                                 tail_cycles=qtiles * self.TILE_END_CYCLES * d / 128)
         # the one-query kernel: FA2's loop nest as it is, each warp a block of its own, and the block's end, which
         # that stand-in lacks (its four warps' rows merged through shared memory and written): DECODE_END_CYCLES
         one = dataclasses.replace(plain, path_cycle=self.DECODE_END_CYCLES + 0 * plain.path_gmem)

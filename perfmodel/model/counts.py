@@ -107,6 +107,9 @@ class Counts:
     # SM's share of the L2 bandwidth, which a kernel's serial groups place against its GEMMs)
     stage_bytes: object = 0
     stage_loads: object = 0
+    # SM cycles a block spends after its loop, on no pipe the model counts, before its next work can start (a
+    # persistent kernel's work-tile epilogue); a kernel's serial groups add them to its chain (timing: "tail")
+    tail_cycles: object = 0
     # --- latency path (per block) --------------------------------------------------------------------------
     path_dot: object = 0
     path_reduction: object = 0

@@ -61,6 +61,7 @@ SM_RESOURCES = (
     # one-stage tile copies (Counts.stage_*), in cycles (set in _setup, which has the clock): what a serial group
     # naming it places beside the GEMMs
     SMResource("stage", lambda c: 0 * c.stage_loads, lambda g, cal: 1.0, False),
+    SMResource("tail", lambda c: c.tail_cycles, lambda g, cal: 1.0, False),     # Counts.tail_cycles
 )
 CHIP_RESOURCES = (
     ChipResource("l2", lambda c, mem, cal: c.l2_bytes - (c.l2_red_bytes if _red_priced(cal) else 0),
