@@ -122,5 +122,5 @@ if __name__ == "__main__":
                   f"{n['mape']:5.1f}% (worst {n['max_ape']:5.0f}%)")
     for kernel, dims in result["head_dims"].items():
         for d, ws in dims.items():
-            print(f"{kernel:10s} d {d:>3s}  " + "  ".join(f"{w} n={m['n']:3d} {m['mape']:5.1f}% (worst {m['max_ape']:4.0f}%)"
-                                                     for w, m in ws.items()))
+            cells = (f"{w} n={m['n']:3d} {m['mape']:5.1f}% (worst {m['max_ape']:4.0f}%)" for w, m in ws.items())
+            print(f"{kernel:10s} d {d:>3s}  " + "  ".join(cells))

@@ -506,13 +506,15 @@ class SDPACudnn(_SDPA):
         """Q/dO tile stages the backward's shared memory holds beside its K and V tiles."""
         dk, eb = self.kernel_head_dim(shape.d), shape.element_bytes
         Br, Bc = arr(tiles.Br), arr(tiles.Bc)
-        return (arr(self.smem_bytes(dataclasses.replace(shape, mode="bwd"), tiles)) - 2 * Bc * dk * eb) // (2 * Br * dk * eb)
+        smem = arr(self.smem_bytes(dataclasses.replace(shape, mode="bwd"), tiles))
+        return (smem - 2 * Bc * dk * eb) // (2 * Br * dk * eb)
 
     def kv_stages(self, shape, tiles):
         """K/V tile stages the launch's shared memory holds beside its Q tile."""
         dk, eb = self.kernel_head_dim(shape.d), shape.element_bytes
         Br, Bc = arr(tiles.Br), arr(tiles.Bc)
-        return (arr(self.smem_bytes(dataclasses.replace(shape, mode="fwd"), tiles)) - Br * dk * eb) // (2 * Bc * dk * eb)
+        smem = arr(self.smem_bytes(dataclasses.replace(shape, mode="fwd"), tiles))
+        return (smem - Br * dk * eb) // (2 * Bc * dk * eb)
 
     def head_counts(self, shape, tiles, facts):
         """FA2's counts with the MMAs as warpgroup MMAs (same FLOPs). A warpgroup MMA reads its shared-memory
@@ -582,11 +584,11 @@ class SDPACudnn(_SDPA):
     # at d = 256 its loop takes 64 keys a step, 16 a warp (its SASS: 16 iterations of 32 HMMAs a warp for 1,024 keys
     # a block, research/data/h200/cudnn_sass/sdpa_dec_sass3.tar.gz, sass_cudnn_dec1_d256.csv)
     DECODE_KEYS_D256 = 64
-    # DECODE_TWICE_K: and it reads K twice. Nsight Compute's counts of that launch (B 8 H 32 Hkv 8 Nk 8192: sdpa_dec_sass3)
-    # put 1.6 times the K and V bytes through L2 (860 MB for 537), DRAM reading them once: each 64-key step
-    # copies its K tile (32 KB) in an inner loop of two passes and its V tile once, with 64 HMMAs a warp for Q K^T
-    # and 32 for P V where one Q K^T takes 32; every copy is waited on in full (DEPBAR.LE SB0, 0x0: one stage,
-    # where d <= 128 keeps one copy in flight), its warps' samples 47% at the barrier after a copy.
+    # DECODE_TWICE_K: and it reads K twice. Nsight Compute's counts of that launch (B 8 H 32 Hkv 8 Nk 8192:
+    # sdpa_dec_sass3) put 1.6 times the K and V bytes through L2 (860 MB for 537), DRAM reading them once: each 64-key
+    # step copies its K tile (32 KB) in an inner loop of two passes and its V tile once, with 64 HMMAs a warp for Q K^T
+    # and 32 for P V where one Q K^T takes 32; every copy is waited on in full (DEPBAR.LE SB0, 0x0: one stage, where d
+    # <= 128 keeps one copy in flight), its warps' samples 47% at the barrier after a copy.
     # SM cycles of the code after its key loop (the merge and the partial row's write), read off Nsight Compute's
     # warp samples of one launch (B 1 H 32 Hkv 8 Nk 32k d 128: 3.4% of its samples, after the loop, of 66,415 cycles;
     # research/data/h200/cudnn_sass/sdpa_dec_sass2.tar.gz, sass_cudnn_dec1_long.csv)
