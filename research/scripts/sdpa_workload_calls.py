@@ -46,8 +46,14 @@ DECODE_CUDNN = [*[(8, 32, 8, 1, Nk, d, False, "fwd") for d in (32, 80, 96, 256) 
                 *[(B, 32, Hkv, 1, Nk, 64, False, "fwd") for B, Hkv in ((8, 32), (8, 8), (64, 8))
                   for Nk in (8192, 131072)],
                 *[(B, 32, Hkv, 1, 8192, 128, False, "fwd") for B, Hkv in ((1, 8), (8, 1), (32, 32))]]
+# SDPA_WORKLOAD_SET=headdims3: the head dims of examples/grids/h200-headdims3.yaml (48, 112, 160, 192, 200), which
+# kernel each backend runs for them, prefill and decode
+HEADDIMS3 = [*[(2, 16, 16, 2048, 2048, d, False, "fwd") for d in (48, 112, 160, 192, 200)],
+             *[(4, 32, 8, 1, 8192, d, False, "fwd") for d in (48, 112, 160, 192, 200)]]
 if os.environ.get("SDPA_WORKLOAD_SET") == "decode-cudnn":
     BACKENDS, PROBLEMS = ("sdpa-cudnn",), DECODE_CUDNN
+elif os.environ.get("SDPA_WORKLOAD_SET") == "headdims3":
+    PROBLEMS = HEADDIMS3
 
 
 def main(path):
