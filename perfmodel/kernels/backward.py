@@ -58,10 +58,10 @@ BWD_CODE = {
     (128, 128, 64, 8): (366.0, 459.0, 6.0), (256, 64, 64, 8): (386.0, 651.0, 4.0),
 }
 # FlashAttention-2's backward on sm_90 (>= 144 KB of shared memory a block; flash_bwd_launch_template.h
-# run_mha_bwd_hdim*), by rounded head dim: (Br = kBlockM, Bc = kBlockN, warps, (AtomLayoutMSdP, NdKV, MdQ))
+# run_mha_bwd_hdim*), by rounded head dim: (Br = kBlockM, Bc = kBlockN, warps, (AtomLayoutMSdP, NdKV, MdQ)); the head
+# dims PyTorch's build compiles (sdpa.HEAD_DIMS: no 160 or 224)
 FA2_BWD_TILES = {32: (128, 128, 8, (4, 4, 4)), 64: (128, 128, 8, (4, 4, 4)), 96: (64, 128, 8, (2, 4, 4)),
-                 128: (64, 128, 8, (2, 4, 2)), 160: (64, 64, 8, (4, 2, 2)), 192: (64, 64, 8, (4, 2, 2)),
-                 224: (64, 64, 8, (4, 2, 2)), 256: (64, 64, 8, (4, 2, 2))}
+                 128: (64, 128, 8, (2, 4, 2)), 192: (64, 64, 8, (4, 2, 2)), 256: (64, 64, 8, (4, 2, 2))}
 # cuDNN's backward, read off its launch (cuDNN 9.19 on the H200, research/data/h200/sdpa_workload_calls.json):
 # one kernel, ..._sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x{d}_1x4x1..., 384 threads (a producer warpgroup and
 # two consumer warpgroups), 168 registers, a persistent grid; 2 blocks of a head at N = 256, so 128 keys a block

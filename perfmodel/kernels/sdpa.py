@@ -37,7 +37,10 @@ from perfmodel.kernels.common import arr, cdiv
 from perfmodel.kernels.fa2_tc import FA2TC, FA2TCTiles, fold_groups, head_counts_fa2, kv_tiles, num_splits
 from perfmodel.model.counts import Counts
 
-HEAD_DIMS = (32, 64, 96, 128, 160, 192, 224, 256)       # HEADDIM_SWITCH rounds d up to one of these
+# HEADDIM_SWITCH rounds d up to one of the head dims the build compiles. Upstream FlashAttention-2 has 160 and 224 as
+# well; PyTorch's (torch 2.11) runs d 160 on its 192 kernel and d 200 on its 256 one (their launches,
+# research/data/h200/headdims3_calls.json: Flash_fwd_kernel_traits<192, 128, 64, 8> and <256, 64, 64, 4>)
+HEAD_DIMS = (32, 64, 96, 128, 192, 256)
 
 
 def rounded_head_dim(d):
@@ -57,14 +60,8 @@ def fa2_preset(d: int, causal: bool, sm: str, smem_optin: int, smem_per_sm: int)
         if sm8x:
             return (64, 64, 4) if causal else (128, 32, 4)
         return 128, 64, 4
-    if hd == 160:
-        if sm8x:
-            return (64, 64, 4) if causal else (128, 64, 8)
-        return 128, 32, 4
     if hd == 192:
         return 128, 64, 8
-    if hd == 224:
-        return (128, 64, 8) if smem_optin >= 2 * hd * (128 + 2 * 64) else (64, 64, 4)
     big = smem_optin >= 2 * hd * (128 + 2 * 64) and smem_per_sm < 4 * hd * (64 + 2 * 64)
     return (128, 64, 8) if big else (64, 64, 4)
 
@@ -153,13 +150,14 @@ class _SDPA(Kernel):
               "dram_write_once", "dram_write_reuse", "reuse_live_bytes", "burst_own_bytes", "burst_kv_bytes",
               "stage_bytes")
 
-    def kernel_head_dim(self, d):
-        """The head dim the library's kernel for ``d`` is compiled for."""
+    def kernel_head_dim(self, d, tiles=None, mode="bwd"):
+        """The head dim the library's kernel for ``d`` is compiled for (``tiles`` and ``mode``: which of its kernels
+        runs, where that matters; without them, its decode and backward kernels')."""
         return arr(d)
 
     def counts(self, shape, tiles, facts):
         c = self._own_counts(shape, tiles, facts)
-        dk = self.kernel_head_dim(shape.d)
+        dk = self.kernel_head_dim(shape.d, tiles, shape.mode)
         if np.all(dk == arr(shape.d)):
             return c
         padded = self._own_counts(dataclasses.replace(shape, d=dk), tiles, facts)
@@ -293,7 +291,7 @@ class SDPAFlash(_SDPA):
         that see no key exit at once (fa2_tc.fold_groups)."""
         return fold_groups(shape, drop_empty=True)
 
-    def kernel_head_dim(self, d):
+    def kernel_head_dim(self, d, tiles=None, mode="bwd"):
         """FlashAttention-2's instance for ``d`` (d = 80 runs the 96 kernel, its loops over all 96 columns, the
         last 16 zero-filled)."""
         return rounded_head_dim(d)
@@ -492,7 +490,7 @@ class SDPACudnn(_SDPA):
     # the launch's 168 registers and shared memory (per head dimension, at its 128 x 128 tiles): one block per SM
     arch = {"sm_90": ArchFacts(regs=168, source="the launch (research/data/h100/sdpa_kernels.json)",
                                overheads={"tile": 60, "kstep": 2, "mask_elem": 1})}
-    LAUNCH_SMEM = {64: 134144, 128: 232448, 256: 232448}
+    LAUNCH_SMEM = {64: 134144, 128: 232448, 192: 232448, 256: 232448}
 
     # STAGE_NOTE: the K/V stages its shared memory holds beside the Q tile, three at d = 64 and 128, one at d = 256
     # (Q, K and V tiles of 64 KB each in its 227 KB). Nsight Compute's profile of B 4 H 16 N 4096 d 256 beside
@@ -511,7 +509,7 @@ class SDPACudnn(_SDPA):
 
     def kv_stages(self, shape, tiles):
         """K/V tile stages the launch's shared memory holds beside its Q tile."""
-        dk, eb = self.kernel_head_dim(shape.d), shape.element_bytes
+        dk, eb = self.kernel_head_dim(shape.d, tiles, "fwd"), shape.element_bytes
         Br, Bc = arr(tiles.Br), arr(tiles.Bc)
         smem = arr(self.smem_bytes(dataclasses.replace(shape, mode="fwd"), tiles))
         return (smem - Br * dk * eb) // (2 * Bc * dk * eb)
@@ -670,12 +668,21 @@ class SDPACudnn(_SDPA):
     MASK_LDG_SECTORS = 7.75
 
     # Head dims: each kernel's name carries the head dim it computes at, 64, 128 or 256 (the H200's record: d 32 runs
-    # ..._64x128x64, d 80 and 96 ..._64x128x128, d 256 ..._64x128x256; the backward and the decode kernel alike).
-    # Its MMAs and their operands run at that head dim; what it reads and writes in global memory is the tensors'.
+    # ..._64x128x64, d 80 and 96 ..._64x128x128, d 256 ..._64x128x256; the backward and the decode kernel alike), and
+    # the prefill kernel 192 as well (d 160 and 192 run ..._64x128x192, d 200 ..._64x128x256, the decode kernel
+    # ..._16x128x256 at all three: research/data/h200/headdims3_calls.json). Its MMAs and their operands run at that
+    # head dim; what it reads and writes in global memory is the tensors'. The backward was recorded at 32-256 only
+    # (none at 160-224): taken as the decode kernel's.
     KERNEL_HEAD_DIMS = (64, 128, 256)
+    PREFILL_HEAD_DIMS = (64, 128, 192, 256)
 
-    def kernel_head_dim(self, d):
-        return np.select([arr(d) <= h for h in self.KERNEL_HEAD_DIMS], self.KERNEL_HEAD_DIMS, 256)
+    def kernel_head_dim(self, d, tiles=None, mode="bwd"):
+        d = arr(d)
+        dims = np.select([d <= h for h in self.KERNEL_HEAD_DIMS], self.KERNEL_HEAD_DIMS, 256)
+        if mode != "fwd" or tiles is None:
+            return dims
+        prefill = np.select([d <= h for h in self.PREFILL_HEAD_DIMS], self.PREFILL_HEAD_DIMS, 256)
+        return np.where(self.decoding(tiles), dims, prefill)
 
     # Keys that do not fill the last 128-key tile: the plain kernel then masks every score of every tile against the
     # key count, not the last tile's alone. Nsight Compute's counts of the same launch at N 5000 against 5120 (B 2
@@ -718,7 +725,7 @@ class SDPACudnn(_SDPA):
         full = super()._own_counts(dataclasses.replace(shape, causal=False), tiles, facts)
         Nq, Nk = arr(shape.Nq), arr(shape.Nk)
         warp, steps, per_thread = self._every_score(shape, tiles, full)
-        spills = np.where(self.kernel_head_dim(shape.d) > 64, 1.0, 0.0)       # none at d = 64
+        spills = np.where(self.kernel_head_dim(shape.d, tiles, "fwd") > 64, 1.0, 0.0)       # none at d = 64
         ldl, stl = spills * self.MASK_LDL, spills * self.MASK_STL
         bias = dataclasses.replace(
             full, l2_read_bytes=full.l2_read_bytes + warp * self.MASK_LDG * self.MASK_LDG_SECTORS * 32,
@@ -742,7 +749,7 @@ class SDPACudnn(_SDPA):
         one K and V tile."""
         if shape.mode != "fwd":          # (assumed: at d = 256 it holds one Q/dO stage less, to fit a block)
             return np.minimum(super().smem_bytes(shape, tiles), 232448)
-        d, Br, Bc = self.kernel_head_dim(shape.d), arr(tiles.Br), arr(tiles.Bc)
+        d, Br, Bc = self.kernel_head_dim(shape.d, tiles, shape.mode), arr(tiles.Br), arr(tiles.Bc)
         # the decode kernel's, a quarter a warp: 45376 bytes at d = 64, 86336 at 128, and on that line elsewhere
         decode = (640 * d + 4416) / self.DECODE_WARPS
         seen = np.zeros(np.shape(d), np.int64)
