@@ -297,12 +297,17 @@ class SDPAFlash(_SDPA):
         return rounded_head_dim(d)
 
     # A head dim below the instance's (d = 80 runs the 96 kernel) runs it with Is_even_K false: its copies predicate
-    # the columns past d and zero-fill them in shared memory. Nsight Compute's counts of d 80 against d 96
-    # (research/data/h200/flash_sass/flash_d80_sass.tar.gz: the causal forward B 2 H 16 N 2048, the split-KV decode
-    # B 8 H 32 Hkv 8 Nk 32768) put 112 and 139 more warp instructions a warp a KV tile (LEA, IMAD, ISETP, STS; the
-    # split kernel's also LDS), the same tensor and copy counts, and 11% and 9% more cycles: a warp's chain waits on
-    # them (~4 cycles each, as dependent integer work). RAGGED_K: (forward kernel, split-KV kernel).
-    RAGGED_K = (112, 139)
+    # the columns past d and zero-fill them in shared memory. Nsight Compute's counts of the causal forward (B 2 H 16
+    # N 2048) at d 48, 80, 112 and 200 against 64, 96, 128 and 256 (research/data/h200/flash_sass/flash_d80_sass.tar.gz
+    # and flash_ragged_counters.tar.gz) put 235, 112, 147 and 219 more warp instructions a warp a KV tile (LEA, IMAD,
+    # ISETP, STS) on the same tensor and copy counts, and 26%, 11%, 20% and 15% more time; the split-KV decode at d 80
+    # (B 8 H 32 Hkv 8 Nk 32768) 139 (9% more time). A warp's chain waits on them, each priced as a dependent
+    # instruction (4 cycles, gpus/arch fp32_latency_cycles; the fitted FP32 path cost, near 0, is fa2_tc's loop's):
+    # the profiles' time differences are 3.7-12 cycles an added instruction. RAGGED_K: by instance head dim, the
+    # forward kernel's; an instance not read takes the nearest one read.
+    RAGGED_K = {64: 235, 96: 112, 128: 147, 256: 219}
+    RAGGED_K_SPLIT = {96: 139}
+    DEPENDENT_CYCLES = 4
 
     def counts(self, shape, tiles, facts):
         c = super().counts(shape, tiles, facts)
@@ -313,11 +318,20 @@ class SDPAFlash(_SDPA):
         run = self.run_shape(shape)
         Br, Bc, W, s = (arr(x) for x in (tiles.Br, tiles.Bc, tiles.warps, tiles.splits))
         tiles_h = kv_tiles(run.Nq, run.Nk, Br, Bc, bool(run.causal), s)[0]
-        per = np.where(s > 1, self.RAGGED_K[1], self.RAGGED_K[0])
+        per = self.ragged_instructions(self.kernel_head_dim(d), s > 1)
         steps = c.path_mma / (self.kernel_head_dim(d) // 16 + Bc // 16)     # the block's exposed steps
         extra = dataclasses.replace(c, warp_other=c.warp_other + np.asarray(run.heads, float) * tiles_h * W * per,
-                                    path_fp32=c.path_fp32 + steps * per)
+                                    path_cycle=c.path_cycle + steps * per * self.DEPENDENT_CYCLES)
         return extra.where(ragged, c)
+
+    def ragged_instructions(self, hd, split):
+        """RAGGED_K's warp instructions a warp a KV tile for instance head dims ``hd`` (the split-KV kernel's where
+        read)."""
+        read = np.array(sorted(self.RAGGED_K))
+        near = read[np.argmin(np.abs(np.asarray(hd)[..., None] - read), axis=-1)]
+        fwd = np.select([near == h for h in read], [self.RAGGED_K[h] for h in read])
+        spl = np.select([hd == h for h in self.RAGGED_K_SPLIT], list(self.RAGGED_K_SPLIT.values()), fwd)
+        return np.where(split, spl, fwd)
 
     def _own_counts(self, shape, tiles, facts):
         """The run shape's counts, and what the blocks of rows that see no key still do before they exit
