@@ -82,10 +82,11 @@ def compute() -> dict:
 
 
 def head_dims() -> dict:
-    """The SDPA presets' forward rows by head dim: kernel -> d -> {decode, prefill (plain, grouped and cross)}."""
+    """The SDPA presets' forward rows by head dim: kernel -> d -> {decode, prefill (plain, grouped and cross)}; the
+    inference sets' head dims and those of the head-dim check set (KERNEL.headdims.csv: d 48, 112, 160, 192, 200)."""
     out: dict = {}
-    for kernel in KERNELS[1:]:
-        (ms,) = dataset.load([DATA / f"{kernel}.infer.csv"])
+    for kernel, part in ((k, p) for k in KERNELS[1:] for p in ("infer", "headdims")):
+        (ms,) = dataset.load([DATA / f"{kernel}.{part}.csv"])
         spec = gpu_mod.match_device_name(ms.gpu_name)
         pred, _ = validate.predict_set(ms, spec, calibration.resolve(spec))
         c = ms.cols
@@ -121,6 +122,6 @@ if __name__ == "__main__":
             print(f"{k:32s} n={m['n']:4d} model {m['mape']:5.1f}% (worst {m['max_ape']:5.0f}%)  naive "
                   f"{n['mape']:5.1f}% (worst {n['max_ape']:5.0f}%)")
     for kernel, dims in result["head_dims"].items():
-        for d, ws in dims.items():
+        for d, ws in sorted(dims.items(), key=lambda kv: int(kv[0])):
             cells = (f"{w} n={m['n']:3d} {m['mape']:5.1f}% (worst {m['max_ape']:4.0f}%)" for w, m in ws.items())
             print(f"{kernel:10s} d {d:>3s}  " + "  ".join(cells))
