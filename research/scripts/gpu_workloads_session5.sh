@@ -8,10 +8,7 @@
 # Run from the repository root on the GPU: bash research/scripts/gpu_workloads_session5.sh OUT
 W=/tmp/session5
 source research/scripts/gpu_session_common.sh
-for k in sdpa-flash sdpa-cudnn; do
-  step 200 python3 -m perfmodel measure --kernel $k --grid examples/grids/h200-headdims2.yaml \
-      --out "$W/$k-headdims2.csv" --target-s 0.03 --runs 10 --max-seconds 150
-done
+measure_sdpa h200-headdims2 "$W" headdims2
 L=research/scripts/ncu_sdpa_launch.sh
 step 150 bash $L "$W" cudnn_n4096_d256 fprop sdpa-cudnn B=4 H=16 N=4096 d=256 dtype=bf16 causal=0
 for d in 80 96; do

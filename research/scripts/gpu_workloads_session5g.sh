@@ -5,9 +5,6 @@
 # Run from the repository root on the GPU: bash research/scripts/gpu_workloads_session5g.sh OUT
 W=/tmp/session5g
 source research/scripts/gpu_session_common.sh
-for k in sdpa-flash sdpa-cudnn; do
-  step 200 python3 -m perfmodel measure --kernel $k --grid examples/grids/h200-headdims3.yaml \
-      --out "$out/$k-headdims3.csv" --target-s 0.03 --runs 10 --max-seconds 150
-done
+measure_sdpa h200-headdims3 "$out" headdims3
 cp "$W/device.txt" "$out/device.txt"
 ls -la "$out"
