@@ -485,7 +485,7 @@ class SDPACudnn(_SDPA):
     # latencies), whichever is longer; the rest (shared memory, issue) overlaps them. Nsight Compute puts the launch
     # of 32 queries against 32k keys (B 1 H 32 Hkv 8; research/data/h200/cudnn_sass/sdpa_dec_sass.tar.gz) at 2,650
     # cycles a step at d = 128 and 1,970 at d = 64, its once-run code included; the model gives 2,750 and 2,120.
-    # Where its shared memory holds one K and one V stage (d = 256: SDPACudnn.STAGE_NOTE), a third bound: each
+    # Where its shared memory holds one K and one V stage (d = 192 and 256: STAGE_NOTE), a third bound: each
     # tile's K (V) copy starts when both warpgroups have released the one before and must land within one
     # warpgroup's PV (QK^T) GEMM, so a step lasts at least one warpgroup's GEMMs and both copies (G + 2 L).
     # A work tile's epilogue follows its last step whichever bound its steps take ("tail").
@@ -506,8 +506,8 @@ class SDPACudnn(_SDPA):
                                overheads={"tile": 60, "kstep": 2, "mask_elem": 1})}
     LAUNCH_SMEM = {64: 134144, 128: 232448, 192: 232448, 256: 232448}
 
-    # STAGE_NOTE: the K/V stages its shared memory holds beside the Q tile, three at d = 64 and 128, one at d = 256
-    # (Q, K and V tiles of 64 KB each in its 227 KB). Nsight Compute's profile of B 4 H 16 N 4096 d 256 beside
+    # STAGE_NOTE: the K/V stages its shared memory holds beside the Q tile, three at d = 64 and 128, one at d = 192
+    # and 256 (at 256, Q, K and V tiles of 64 KB each in its 227 KB). Nsight Compute's profile of B 4 H 16 N 4096 d 256 beside
     # d 128 (research/data/h200/cudnn_sass/sdpa_d256_sass.tar.gz) shows the same instructions a step but for the
     # MMAs and O's rescale, and 5,200 cycles a step against the 4,100 its MMAs take at the pipe's rate; its
     # consumer warps now sleep on the copies' barriers (NANOSLEEP.SYNCS, SYNCS.PHASECHK), which d = 128's never do.
