@@ -161,7 +161,15 @@ class _SDPA(Kernel):
         if np.all(dk == arr(shape.d)):
             return c
         padded = self._own_counts(dataclasses.replace(shape, d=dk), tiles, facts)
-        return dataclasses.replace(padded, **{f: getattr(c, f) for f in self.MEMORY})
+        own = dataclasses.replace(padded, **{f: getattr(c, f) for f in self.MEMORY})
+        if self.name != "sdpa-cudnn":
+            return own
+        # cuDNN's 256-wide decode kernel waits on each tile copy in full (one stage, DECODE_TWICE_K), its copies
+        # issued for every column chunk of the kernel's width, those past d zero-filled: a step waits as a full-width
+        # copy, though DRAM moves only the tensor's bytes. Its launches at d 160, 192 and 200 (B 4 H 32 Hkv 8 Nk 8192:
+        # 83, 86 and 96 us, research/data/h200/headdims3_calls.json) take no less for their narrower rows.
+        wide = self.decoding(tiles) & (dk > 128)
+        return own.where(~wide, dataclasses.replace(own, burst_kv_bytes=padded.burst_kv_bytes))
 
     def _own_counts(self, shape, tiles, facts):
         """The counts of the kernel run at ``shape``'s own head dim."""
