@@ -337,7 +337,7 @@ def counts(kernel, shape, tiles, facts):
         # one Q/dO stage (d = 256: K and V of its 128 keys take 128 KB of the 227): every pair's two copies are
         # single-stage (Counts.stage_*)
         Br, d, b = arr(tiles.Br), arr(shape.d), shape.element_bytes
-        one = kernel.bwd_stages(shape, tiles) <= 1
+        one = kernel.stages(shape, tiles, "bwd") <= 1
         pairs = pairs_per_head(shape.Nq, shape.Nk, Br, tiles.Bc, bool(shape.causal))[0]
         head = dataclasses.replace(head, stage_loads=np.where(one, 2 * pairs, 0),
                                    stage_bytes=np.where(one, 2 * pairs * Br * d * b, 0))

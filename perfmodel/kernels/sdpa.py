@@ -43,6 +43,12 @@ from perfmodel.model.counts import Counts
 HEAD_DIMS = (32, 64, 96, 128, 192, 256)
 
 
+def exposed_steps(c, d, Bc):
+    """A block's exposed KV steps in FA2-structured counts at head dim ``d`` and ``Bc`` keys a tile (head_counts_fa2:
+    path_mma = exposed steps x (KQ + KP))."""
+    return c.path_mma / (arr(d) // 16 + arr(Bc) // 16)
+
+
 def rounded_head_dim(d):
     """The head dimension FlashAttention-2 compiles for ``d`` (HEADDIM_SWITCH), vectorised."""
     return np.select([arr(d) <= h for h in HEAD_DIMS], HEAD_DIMS, 256)
@@ -162,14 +168,13 @@ class _SDPA(Kernel):
             return c
         padded = self._own_counts(dataclasses.replace(shape, d=dk), tiles, facts)
         own = dataclasses.replace(padded, **{f: getattr(c, f) for f in self.MEMORY})
-        if self.name != "sdpa-cudnn":
-            return own
-        # cuDNN's 256-wide decode kernel waits on each tile copy in full (one stage, DECODE_TWICE_K), its copies
-        # issued for every column chunk of the kernel's width, those past d zero-filled: a step waits as a full-width
-        # copy, though DRAM moves only the tensor's bytes. Its launches at d 160, 192 and 200 (B 4 H 32 Hkv 8 Nk 8192:
-        # 83, 86 and 96 us, research/data/h200/headdims3_calls.json) take no less for their narrower rows.
-        wide = self.decoding(tiles) & (dk > 128)
-        return own.where(~wide, dataclasses.replace(own, burst_kv_bytes=padded.burst_kv_bytes))
+        full = self.full_width_waits(tiles, dk)
+        return own.where(~full, dataclasses.replace(own, burst_kv_bytes=padded.burst_kv_bytes))
+
+    def full_width_waits(self, tiles, dk):
+        """Where a kernel's step waits on its tile copies as at its own width (its copies issued for every column
+        chunk, those past d zero-filled, each waited in full): none unless a preset says so."""
+        return np.zeros(np.shape(dk), bool)
 
     def _own_counts(self, shape, tiles, facts):
         """The counts of the kernel run at ``shape``'s own head dim."""
@@ -327,7 +332,7 @@ class SDPAFlash(_SDPA):
         Br, Bc, W, s = (arr(x) for x in (tiles.Br, tiles.Bc, tiles.warps, tiles.splits))
         tiles_h = kv_tiles(run.Nq, run.Nk, Br, Bc, bool(run.causal), s)[0]
         per = self.ragged_instructions(self.kernel_head_dim(d), s > 1)
-        steps = c.path_mma / (self.kernel_head_dim(d) // 16 + Bc // 16)     # the block's exposed steps
+        steps = exposed_steps(c, self.kernel_head_dim(d), Bc)
         extra = dataclasses.replace(c, warp_other=c.warp_other + np.asarray(run.heads, float) * tiles_h * W * per,
                                     path_cycle=c.path_cycle + steps * per * self.DEPENDENT_CYCLES)
         return extra.where(ragged, c)
@@ -514,27 +519,22 @@ class SDPACudnn(_SDPA):
                                overheads={"tile": 60, "kstep": 2, "mask_elem": 1})}
     LAUNCH_SMEM = {64: 134144, 128: 232448, 192: 232448, 256: 232448}
 
-    # STAGE_NOTE: the K/V stages its shared memory holds beside the Q tile, three at d = 64 and 128, one at d = 192
-    # and 256 (at 256, Q, K and V tiles of 64 KB each in its 227 KB). Nsight Compute's profile of B 4 H 16 N 4096 d 256 beside
-    # d 128 (research/data/h200/cudnn_sass/sdpa_d256_sass.tar.gz) shows the same instructions a step but for the
-    # MMAs and O's rescale, and 5,200 cycles a step against the 4,100 its MMAs take at the pipe's rate; its
-    # consumer warps now sleep on the copies' barriers (NANOSLEEP.SYNCS, SYNCS.PHASECHK), which d = 128's never do.
-    # Nor can a work tile's Q and first K and V tiles be fetched ahead: the profiles at N 1024, 2048 and 4096
+    # STAGE_NOTE: the K/V stages its shared memory holds beside the Q tile, three at d = 64 and 128, one at d = 192 and
+    # 256 (at 256, Q, K and V tiles of 64 KB each in its 227 KB). Nsight Compute's profile of B 4 H 16 N 4096 d 256
+    # beside d 128 (research/data/h200/cudnn_sass/sdpa_d256_sass.tar.gz) shows the same instructions a step but for the
+    # MMAs and O's rescale, and 5,200 cycles a step against the 4,100 its MMAs take at the pipe's rate; its consumer
+    # warps now sleep on the copies' barriers (NANOSLEEP.SYNCS, SYNCS.PHASECHK), which d = 128's never do. Nor can a
+    # work tile's Q and first K and V tiles be fetched ahead: the profiles at N 1024, 2048 and 4096
     # (sdpa_d256_tiles_sass.tar.gz) give 11,400 cycles a tile beyond its 4,680 a step, against the 5,800 of its
     # epilogue, so those three copies count once a tile.
-    def bwd_stages(self, shape, tiles):
-        """Q/dO tile stages the backward's shared memory holds beside its K and V tiles."""
-        dk, eb = self.kernel_head_dim(shape.d), shape.element_bytes
+    def stages(self, shape, tiles, mode):
+        """Pipeline stages the launch's shared memory holds of the tiles its loop streams, beside those it keeps:
+        the forward streams K and V past its Q tile, the backward Q and dO past its K and V tiles."""
+        dk, eb = self.kernel_head_dim(shape.d, tiles, mode), shape.element_bytes
         Br, Bc = arr(tiles.Br), arr(tiles.Bc)
-        smem = arr(self.smem_bytes(dataclasses.replace(shape, mode="bwd"), tiles))
-        return (smem - 2 * Bc * dk * eb) // (2 * Br * dk * eb)
-
-    def kv_stages(self, shape, tiles):
-        """K/V tile stages the launch's shared memory holds beside its Q tile."""
-        dk, eb = self.kernel_head_dim(shape.d, tiles, "fwd"), shape.element_bytes
-        Br, Bc = arr(tiles.Br), arr(tiles.Bc)
-        smem = arr(self.smem_bytes(dataclasses.replace(shape, mode="fwd"), tiles))
-        return (smem - Br * dk * eb) // (2 * Bc * dk * eb)
+        kept, streamed = (Br, 2 * Bc) if mode == "fwd" else (2 * Bc, 2 * Br)
+        smem = arr(self.smem_bytes(dataclasses.replace(shape, mode=mode), tiles))
+        return (smem - kept * dk * eb) // (streamed * dk * eb)
 
     def head_counts(self, shape, tiles, facts):
         """FA2's counts with the MMAs as warpgroup MMAs (same FLOPs). A warpgroup MMA reads its shared-memory
@@ -544,12 +544,12 @@ class SDPACudnn(_SDPA):
         and its wait adds ~50 cycles beyond their pipe time, which the serial group holds)."""
         plain = c = super().head_counts(shape, tiles, facts)
         d, Bc = arr(shape.d), arr(tiles.Bc)
-        groups = 2 * c.path_mma / (d // 16 + Bc // 16)          # path_mma = exposed tiles x (KQ + KP)
+        groups = 2 * exposed_steps(c, d, Bc)                    # two MMA groups a step
         ld = c.warp_ldsm / 4
         # the producer warpgroup copies K and V stages ahead of the consumers (TMA): no tile load on their path
         # every call runs a memset (0.77 us in the profiler) before its kernel (examples/measurements/h100/
         # sdpa_calls.json): a second GPU operation queued in the call
-        one_stage = self.kv_stages(shape, tiles) <= 1
+        one_stage = self.stages(shape, tiles, "fwd") <= 1
         tiles_h, qtiles = kv_tiles(shape.Nq, shape.Nk, tiles.Br, tiles.Bc, shape.causal)
         first = (arr(tiles.Br) + 2 * Bc) * d * shape.element_bytes       # a work tile's Q and first K and V
         wg = dataclasses.replace(c, queued_ops=1, warp_wgmma=c.warp_mma, warp_mma=0 * c.warp_mma, warp_ldsm=0 * ld,
@@ -575,7 +575,7 @@ class SDPACudnn(_SDPA):
         d, Br, Bc, eb = arr(shape.d), arr(tiles.Br), arr(tiles.Bc), shape.element_bytes
         tiles_h = kv_tiles(shape.Nq, shape.Nk, Br, Bc, False, tiles.splits)[0]
         kq = d // 16
-        steps = c.path_mma / (kq + Bc // 16)                 # the block's exposed steps (head_counts_fa2)
+        steps = exposed_steps(c, d, Bc)
         k_bytes, k_copies = tiles_h * Bc * d * eb, tiles_h * Bc * d * eb // 512
         twice = dataclasses.replace(
             c, warp_mma=c.warp_mma + tiles_h * (Br // 16) * (Bc // 8) * kq,
@@ -697,6 +697,13 @@ class SDPACudnn(_SDPA):
     # (none at 160-224): taken as the decode kernel's.
     KERNEL_HEAD_DIMS = (64, 128, 256)
     PREFILL_HEAD_DIMS = (64, 128, 192, 256)
+
+    # Its 256-wide decode kernel waits on each tile copy in full (one stage, DECODE_TWICE_K), its copies issued for
+    # every column chunk of the kernel's width: a step waits as a full-width copy, though DRAM moves only the tensor's
+    # bytes. Its launches at d 160, 192 and 200 (B 4 H 32 Hkv 8 Nk 8192: 83, 86 and 96 us, research/data/h200/
+    # headdims3_calls.json) take no less for their narrower rows.
+    def full_width_waits(self, tiles, dk):
+        return self.decoding(tiles) & (dk > 128)
 
     def kernel_head_dim(self, d, tiles=None, mode="bwd"):
         d = arr(d)

@@ -58,7 +58,7 @@ SM_RESOURCES = (
     # the issue slots as one part
     SMResource("fetch", lambda c: 0 * c.warp_instructions, lambda g, cal: 1 / g.schedulers_per_sm, True),
     SMResource("smem", lambda c: c.smem_wavefronts, lambda g, cal: 1 / cal.smem_wavefronts_per_clk, False),
-    # one-stage tile copies (Counts.stage_*), in cycles (set in _setup, which has the clock): what a serial group
+    # one-stage tile copies (Counts.stage_*), in cycles (set by _at_clock, which has the clock): what a serial group
     # naming it places beside the GEMMs
     SMResource("stage", lambda c: 0 * c.stage_loads, lambda g, cal: 1.0, False),
     SMResource("tail", lambda c: c.tail_cycles, lambda g, cal: 1.0, False),     # Counts.tail_cycles
@@ -225,8 +225,7 @@ def _setup(c, grid_blocks, threads, blocks_per_sm, gpu, cal, fit_key, serial, pa
     g = np.maximum(grid, 1)
     fetch = fetch_instructions(c, cal, grid, gpu.sm_count * np.maximum(bpsm, 1))     # issue slots fetch adds
     costs = cal.path_costs(fit_key)
-    added = {"fetch": fetch, "stage": _stage_cycles(c, gpu, cal, costs, clock)}
-    per_block = [(((r.work(c) + added.get(r.name, 0)) / g).astype(f32), f32(r.cycles(gpu, cal)), r)
+    per_block = [(((r.work(c) + (fetch if r.name == "fetch" else 0)) / g).astype(f32), f32(r.cycles(gpu, cal)), r)
                  for r in SM_RESOURCES]
     # the p falls with the query rows each scheduler holds of one block (``overlap_rows``, a kernel's fit; the
     # co-residence probe)
@@ -240,26 +239,23 @@ def _setup(c, grid_blocks, threads, blocks_per_sm, gpu, cal, fit_key, serial, pa
     # probes alone takes both: its steps' reads stream at the read stream's rate (Calibration.dram_floor_rates).
     probed = not cal.fitted(fit_key)
     read_bps = cal.dram_floor_rates[0] if probed else cal.dram_bw_bps
-    return _Launch(c=c, gpu=gpu, cal=cal, costs=costs, clock=clock, grid=grid, bpsm=bpsm, bpsm_safe=bpsm_safe,
-                   warps_per_block=warps_per_block, full_rounds=full_rounds, last=last, r_full=r_full,
-                   per_block=per_block, path_pipes=path_pipes, pipe_p=pipe_p, p_rows=p_rows, probed=probed, read_bps=read_bps,
-                   groups=groups,
-                   path_serial=any(n == "latency" for g in groups for a in g for n, _ in a),
-                   smem_serial=(np.asarray(c.smem_serial, dtype=f32)
-                                if np.any(np.asarray(c.smem_serial) > 0) else None))
-
-
-def _stage_cycles(c, gpu, cal, costs, clock):
-    """The launch's one-stage tile copies (Counts.stage_*) in SM cycles at ``clock``: each its L2 round trip, then
-    its bytes at the SM's share of the L2 bandwidth."""
-    f32 = np.float32
-    return (np.asarray(c.stage_loads, dtype=f32) * f32(costs["load"])
-            + np.asarray(c.stage_bytes, dtype=f32) * np.asarray(clock, dtype=f32) * f32(gpu.sm_count / cal.l2_bw_bps))
+    s = _Launch(c=c, gpu=gpu, cal=cal, costs=costs, clock=clock, grid=grid, bpsm=bpsm, bpsm_safe=bpsm_safe,
+                warps_per_block=warps_per_block, full_rounds=full_rounds, last=last, r_full=r_full,
+                per_block=per_block, path_pipes=path_pipes, pipe_p=pipe_p, p_rows=p_rows, probed=probed,
+                read_bps=read_bps, groups=groups,
+                path_serial=any(n == "latency" for g in groups for a in g for n, _ in a),
+                smem_serial=(np.asarray(c.smem_serial, dtype=f32) if np.any(np.asarray(c.smem_serial) > 0) else None))
+    return _at_clock(s, clock)
 
 
 def _at_clock(s: _Launch, clock) -> _Launch:
-    """The launch at another SM clock: its one-stage copies' bytes take cycles in proportion."""
-    stage = (_stage_cycles(s.c, s.gpu, s.cal, s.costs, clock) / np.maximum(s.grid, 1)).astype(np.float32)
+    """The launch at SM clock ``clock``, with its one-stage tile copies (Counts.stage_*) per block in cycles there:
+    each its L2 round trip, then its bytes at the SM's share of the L2 bandwidth (their cycles grow with the clock)."""
+    f32 = np.float32
+    c, gpu, cal = s.c, s.gpu, s.cal
+    cycles = (np.asarray(c.stage_loads, dtype=f32) * f32(s.costs["load"])
+              + np.asarray(c.stage_bytes, dtype=f32) * np.asarray(clock, dtype=f32) * f32(gpu.sm_count / cal.l2_bw_bps))
+    stage = (cycles / np.maximum(s.grid, 1)).astype(f32)
     per_block = [(stage, cyc, r) if r.name == "stage" else (w, cyc, r) for w, cyc, r in s.per_block]
     return dataclasses.replace(s, clock=clock, per_block=per_block)
 

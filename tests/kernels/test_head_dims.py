@@ -36,7 +36,7 @@ def test_cudnn_prefill_has_a_192_width_its_decode_kernel_not(d, prefill, decode)
 @pytest.mark.parametrize("d,stages", [(64, 3), (128, 3), (192, 1), (256, 1)])
 def test_cudnn_holds_one_kv_stage_from_192(d, stages):
     s = shape(d)
-    assert int(CUDNN.kv_stages(s, CUDNN.library_tiles(s, None))) == stages
+    assert int(CUDNN.stages(s, CUDNN.library_tiles(s, None), "fwd")) == stages
 
 
 def times(kernel, d, **kw):
@@ -56,12 +56,12 @@ def test_one_stage_copies_lengthen_a_d256_step():
     r = api.predict(gpu="h200", kernel="sdpa-cudnn", B=4, H=16, N=4096, d=256, dtype="bf16")
     gpu = api.load_gpu("h200")
     tiles = CUDNN.library_tiles(s, gpu)
-    orig = CUDNN.kv_stages
+    orig = CUDNN.stages
     try:
-        CUDNN.kv_stages = lambda shape, tiles: np.full(np.shape(np.asarray(shape.d)), 3)
+        CUDNN.stages = lambda shape, tiles, mode: np.full(np.shape(np.asarray(shape.d)), 3)
         free = engine.evaluate(gpu, CUDNN, s, tiles, calibration.resolve(gpu))
     finally:
-        CUDNN.kv_stages = orig
+        CUDNN.stages = orig
     assert float(np.asarray(free.time_s)) < r.time_s
 
 
