@@ -137,14 +137,18 @@ def load_single(source, tag: str, deps=(), arch: str | None = None):
     tool = check_toolchain(torch)
     from torch.utils import cpp_extension
 
-    if arch:
-        os.environ["TORCH_CUDA_ARCH_LIST"] = arch
+    # the target named on nvcc's line: left to the extension builder, a lone source here was built for nvcc's
+    # default target (sm_75 with CUDA 13), and a kernel guarded by __CUDA_ARCH__ >= 800 ran an empty body
+    arch = arch or "{}.{}".format(*torch.cuda.get_device_capability())
+    os.environ["TORCH_CUDA_ARCH_LIST"] = arch
+    sm = arch.replace(".", "")
+    target = f"-gencode=arch=compute_{sm},code=sm_{sm}"
     paths = [Path(source), *(Path(d) for d in deps)]
     include = [f"-I{d}" for d in dict.fromkeys(p.parent for p in paths)]
-    h = hashlib.sha256(b"".join(p.read_bytes() for p in paths) + torch.__version__.encode()).hexdigest()[:12]
+    h = hashlib.sha256(b"".join(p.read_bytes() for p in paths) + (target + torch.__version__).encode()).hexdigest()[:12]
     root = Path(os.environ.get("PERFMODEL_BUILD_DIR", Path.home() / ".cache" / "perfmodel")) / f"{tag}_{h}"
     root.mkdir(parents=True, exist_ok=True)
     _clear_stale_lock(root)
     ext = cpp_extension.load(name=f"perfmodel_{tag}_{h}", sources=[str(paths[0])], build_directory=str(root),
-                             extra_cuda_cflags=["-O3", "-std=c++17", *include], verbose=False)
+                             extra_cuda_cflags=["-O3", "-std=c++17", target, *include], verbose=False)
     return torch, tool, ext

@@ -48,3 +48,33 @@ def test_missing_ninja_and_nvcc(monkeypatch):
     monkeypatch.setattr(build.Path, "exists", lambda self: False)
     with pytest.raises(InputError, match="nvcc not found"):
         build.nvcc_version()
+
+
+def _fake_extension_builder(monkeypatch, capability=(9, 0)):
+    """build.load_single against a fake torch and cpp_extension; returns the keyword arguments load() got."""
+    import sys
+
+    got = {}
+    ext = types.SimpleNamespace(load=lambda **kw: got.update(kw) or "module")
+    fake = types.SimpleNamespace(__version__="2.11.0", version=types.SimpleNamespace(cuda="13.0"),
+                                 cuda=types.SimpleNamespace(get_device_capability=lambda: capability),
+                                 utils=types.SimpleNamespace(cpp_extension=ext))
+    monkeypatch.setattr(build, "require_torch", lambda: fake)
+    monkeypatch.setattr(build, "check_toolchain", lambda torch: {"nvcc": "13.0"})
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    monkeypatch.setitem(sys.modules, "torch.utils", fake.utils)
+    monkeypatch.setitem(sys.modules, "torch.utils.cpp_extension", ext)
+    return got
+
+
+def test_single_source_builds_name_this_gpus_target(monkeypatch, tmp_path):
+    # left to the extension builder, a lone source was built for nvcc's default target (sm_75), where a kernel
+    # guarded by __CUDA_ARCH__ >= 800 compiles to an empty body
+    monkeypatch.setenv("PERFMODEL_BUILD_DIR", str(tmp_path))
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k() {}\n")
+    got = _fake_extension_builder(monkeypatch)
+    build.load_single(src, "t")
+    assert "-gencode=arch=compute_90,code=sm_90" in got["extra_cuda_cflags"]
+    build.load_single(src, "t", arch="9.0a")
+    assert "-gencode=arch=compute_90a,code=sm_90a" in got["extra_cuda_cflags"]
