@@ -83,9 +83,10 @@ def compute() -> dict:
 
 def head_dims() -> dict:
     """The SDPA presets' forward rows by head dim: kernel -> d -> {decode, prefill (plain, grouped and cross)}; the
-    inference sets' head dims and those of the head-dim check set (KERNEL.headdims.csv: d 48, 112, 160, 192, 200)."""
-    out: dict = {}
-    for kernel, part in ((k, p) for k in KERNELS[1:] for p in ("infer", "headdims")):
+    inference sets' head dims, those of the head-dim check set (KERNEL.headdims.csv: d 48, 112, 160, 192, 200) and
+    the d = 32 check set's (KERNEL.d32.csv)."""
+    rows: dict = {}                     # (kernel, d, workload) -> [(predicted, measured) arrays]
+    for kernel, part in ((k, p) for k in KERNELS[1:] for p in ("infer", "headdims", "d32")):
         (ms,) = dataset.load([DATA / f"{kernel}.{part}.csv"])
         spec = gpu_mod.match_device_name(ms.gpu_name)
         pred, _ = validate.predict_set(ms, spec, calibration.resolve(spec))
@@ -95,7 +96,10 @@ def head_dims() -> dict:
             for w, m in (("decode", decode), ("prefill", ~decode)):
                 m = m & (c["d"] == d)
                 if m.any():
-                    out.setdefault(kernel, {}).setdefault(str(d), {})[w] = score(pred[m], ms.measured_s[m])
+                    rows.setdefault((kernel, str(d), w), []).append((pred[m], ms.measured_s[m]))
+    out: dict = {}
+    for (kernel, d, w), parts in rows.items():
+        out.setdefault(kernel, {}).setdefault(d, {})[w] = score(*(np.concatenate(x) for x in zip(*parts)))
     return out
 
 
