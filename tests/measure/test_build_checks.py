@@ -71,6 +71,7 @@ def test_single_source_builds_name_this_gpus_target(monkeypatch, tmp_path):
     # left to the extension builder, a lone source was built for nvcc's default target (sm_75), where a kernel
     # guarded by __CUDA_ARCH__ >= 800 compiles to an empty body
     monkeypatch.setenv("PERFMODEL_BUILD_DIR", str(tmp_path))
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "")       # load_single sets it; restored after the test
     src = tmp_path / "k.cu"
     src.write_text("__global__ void k() {}\n")
     got = _fake_extension_builder(monkeypatch)
