@@ -137,10 +137,10 @@ def load_single(source, tag: str, deps=(), arch: str | None = None):
     tool = check_toolchain(torch)
     from torch.utils import cpp_extension
 
-    # the target named on nvcc's line: left to the extension builder, a lone source here was built for nvcc's
-    # default target (sm_75 with CUDA 13), and a kernel guarded by __CUDA_ARCH__ >= 800 ran an empty body
+    # the target named on nvcc's line: the extension builder adds none of its own once any flag contains "arch",
+    # which an include path under research/ does, and nvcc then built for its default (sm_75 with CUDA 13), where a
+    # kernel guarded by __CUDA_ARCH__ >= 800 ran an empty body
     arch = arch or "{}.{}".format(*torch.cuda.get_device_capability())
-    os.environ["TORCH_CUDA_ARCH_LIST"] = arch
     sm = arch.replace(".", "")
     target = f"-gencode=arch=compute_{sm},code=sm_{sm}"
     paths = [Path(source), *(Path(d) for d in deps)]
