@@ -325,14 +325,15 @@ class SDPAFlash(_SDPA):
     def counts(self, shape, tiles, facts):
         c = super().counts(shape, tiles, facts)
         d = arr(shape.d)
-        ragged = (self.kernel_head_dim(d) != d) & (shape.mode == "fwd")
+        hd = self.kernel_head_dim(d)
+        ragged = (hd != d) & (shape.mode == "fwd")
         if not np.any(ragged):
             return c
         run = self.run_shape(shape)
         Br, Bc, W, s = (arr(x) for x in (tiles.Br, tiles.Bc, tiles.warps, tiles.splits))
         tiles_h = kv_tiles(run.Nq, run.Nk, Br, Bc, bool(run.causal), s)[0]
-        per = self.ragged_instructions(self.kernel_head_dim(d), s > 1)
-        steps = exposed_steps(c, self.kernel_head_dim(d), Bc)
+        per = self.ragged_instructions(hd, s > 1)
+        steps = exposed_steps(c, hd, Bc)
         extra = dataclasses.replace(c, warp_other=c.warp_other + np.asarray(run.heads, float) * tiles_h * W * per,
                                     path_cycle=c.path_cycle + steps * per * self.DEPENDENT_CYCLES)
         return extra.where(ragged, c)
