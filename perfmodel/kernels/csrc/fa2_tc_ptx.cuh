@@ -71,7 +71,12 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
 
 __device__ __forceinline__ float ex2(float x) {
     float y;
+#ifdef FA2TC_EX2_NOFTZ
+    // research build only (research/csrc/fa2_tc_noftz.cu): FlashAttention-2's exponential, without ftz
+    asm("ex2.approx.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+#else
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+#endif
     return y;
 }
 
