@@ -115,6 +115,8 @@ class Kernel(ABC):
     serial_bwd: tuple | None = None        # the backward's, where its loop joins them otherwise (None: serial)
     path_pipes: tuple = ()                 # resources whose work a warp waits on itself: on its path (timing.py)
     pipe_p: float = 0.0                    # > 0: the pipes join one another by this p-norm first (timing.py)
+    own_join: float = 0.0                  # > 0: a forward warp's own MUFU and FP32 work join on its path by this
+                                           # p-norm; 0: they add (timing.own_on_path)
     fit_features: tuple = ("dot", "reduction", "exp", "outer", "gmem", "sync")   # path costs `fit` may fit
     fit_after: tuple = ()                  # FIT_PARAMS `fit` fits next, alone, the costs above held (fit.fit_path)
     path_costs_from: str | None = None     # use another kernel's fitted path costs (same loop forms)

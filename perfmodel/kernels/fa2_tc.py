@@ -474,6 +474,11 @@ class FA2TC(Kernel):
     # pipes.json): mma.sync and FFMA add, shared memory and MUFU overlap them, p = 5 reproduces the mixes to 1%.
     serial = (("tensor", "fp32"),)
     pipe_p = 5.0
+    # A forward warp's own MUFU and FP32 work overlap on its path, as on the pipes, by the probe's p: the FP32
+    # instructions around its exponentials issue in the gaps MUFU.EX2's interval leaves (timing.own_on_path). The
+    # backward keeps them adding: its fit holds a warp's own work off its path (own_path near 0), and refitted under
+    # this join it ranked its tiles below its target (research/notes/known-gaps-log.md, 2026-12-02)
+    own_join = pipe_p
     fit_features = ("mma", "fp32", "gmem", "load", "load_miss", "overlap", "overlap_rows", "own_path", "miss_latency")
     # the age-ordered tail (timing; Counts.age_split_warps), which only the launches of some d <= 64 tiles pay, is
     # fitted after the costs every launch pays, those held

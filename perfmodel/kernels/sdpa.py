@@ -267,7 +267,7 @@ class SDPAFlash(_SDPA):
 
     name = "sdpa-flash"
     path_pipes = FA2TC.path_pipes         # FlashAttention-2's loop step: the same dependent chain as fa2_tc's
-    serial, pipe_p = FA2TC.serial, FA2TC.pipe_p      # and the same pipe mix
+    serial, pipe_p, own_join = FA2TC.serial, FA2TC.pipe_p, FA2TC.own_join      # and the same pipe mix
     path_costs_from = "fa2_tc"
     description = "PyTorch SDPA's flash backend (vendored FlashAttention-2): its tile table and split-KV heuristic"
     backend = "FLASH_ATTENTION"

@@ -102,8 +102,8 @@ def evaluate(gpu: GPUSpec, kernel: Kernel, shape: AttentionShape, tiles: Tiles, 
 
     key = kernel.fit_key_for(shape.mode)
     serial = kernel.serial if shape.mode == "fwd" or kernel.serial_bwd is None else kernel.serial_bwd
-    bpsm, mem, t = timed(c, launch, key, serial=serial, path_pipes=kernel.path_pipes,
-                         pipe_p=kernel.pipe_p)
+    bpsm, mem, t = timed(c, launch, key, serial=serial, path_pipes=kernel.path_pipes, pipe_p=kernel.pipe_p,
+                         own_join=kernel.own_join if shape.mode == "fwd" else 0.0)
     main_launch = LaunchTime(kernel.name + ("" if shape.mode == "fwd" else f":{shape.mode}"), launch, c, bpsm, t)
     before, after = [], []
     for comp in kernel.companions(shape, tiles, facts):      # the call's other kernels (split-KV's combine, say)

@@ -174,6 +174,18 @@ def others_work(t: dict, warps, path_pipes: tuple, gpu: GPUSpec) -> dict:
     return {k: (v * (f32(1) - f32(1) / mates[sub[k]]) if k in sub else v) for k, v in t.items()}
 
 
+def own_on_path(own: dict, own_join: float):
+    """Cycles a warp's own work on its path_pipes (``own``: resource -> cycles) adds to its path: the pipes' times
+    add, but with ``own_join`` > 0 (Kernel.own_join) its MUFU and FP32 work join by that p-norm. FP32 instructions
+    that wait on nothing issue in the gaps MUFU.EX2's eight-cycle interval leaves: three more a score around each
+    exponential cost fa2_tc 6% of its time at 128 x 128 tiles, where adding them priced 22% (research/data/h200/
+    noftz; research/notes/known-gaps-log.md, 2026-12-02)."""
+    if own_join and "sfu" in own and "fp32" in own:
+        rest = sum(v for k, v in own.items() if k not in ("sfu", "fp32"))
+        return rest + _pnorm([own["sfu"], own["fp32"]], own_join)
+    return sum(own.values())
+
+
 def path_cycles(c: Counts, costs: dict):
     """One block's latency path in cycles."""
     return sum(c.path(f) * costs[f] for f in PATH_FEATURES)
@@ -198,6 +210,7 @@ class _Launch:
     per_block: list              # (work per block, cycles per unit, SMResource)
     path_pipes: tuple
     pipe_p: float
+    own_join: float              # how a warp's own MUFU and FP32 work join on its path (own_on_path)
     p_rows: object               # the p's factor by the rows a scheduler holds, or None
     probed: bool                 # priced from probes alone, no fitted path costs (_setup)
     read_bps: float              # what a step's DRAM reads stream at (_setup)
@@ -206,7 +219,8 @@ class _Launch:
     smem_serial: object          # Counts.smem_serial, or None
 
 
-def _setup(c, grid_blocks, threads, blocks_per_sm, gpu, cal, fit_key, serial, path_pipes, pipe_p) -> _Launch:
+def _setup(c, grid_blocks, threads, blocks_per_sm, gpu, cal, fit_key, serial, path_pipes, pipe_p,
+           own_join=0.0) -> _Launch:
     """The rounds of resident blocks, the SM clock, and the work each SM resource does per block."""
     f32 = np.float32
     # the SM clock: a launch whose warps issue tensor-core MMAs runs at the GPU's tensor clock (GPUSpec.
@@ -241,8 +255,8 @@ def _setup(c, grid_blocks, threads, blocks_per_sm, gpu, cal, fit_key, serial, pa
     read_bps = cal.dram_floor_rates[0] if probed else cal.dram_bw_bps
     s = _Launch(c=c, gpu=gpu, cal=cal, costs=costs, clock=clock, grid=grid, bpsm=bpsm, bpsm_safe=bpsm_safe,
                 warps_per_block=warps_per_block, full_rounds=full_rounds, last=last, r_full=r_full,
-                per_block=per_block, path_pipes=path_pipes, pipe_p=pipe_p, p_rows=p_rows, probed=probed,
-                read_bps=read_bps, groups=groups,
+                per_block=per_block, path_pipes=path_pipes, pipe_p=pipe_p, own_join=own_join, p_rows=p_rows,
+                probed=probed, read_bps=read_bps, groups=groups,
                 path_serial=any(n == "latency" for g in groups for a in g for n, _ in a),
                 smem_serial=(np.asarray(c.smem_serial, dtype=f32) if np.any(np.asarray(c.smem_serial) > 0) else None))
     return _at_clock(s, clock)
@@ -328,11 +342,11 @@ def _paths(s: _Launch) -> _Paths:
     c, gpu, cal, costs, clock = s.c, s.gpu, s.cal, s.costs, s.clock
     # the path without its loads; a warp's own work on the path_pipes lies on it too (it waits on it), at
     # ``own_path`` times the SM's rate (a kernel's fit: 1 is every sub-partition serving the one warp;
-    # schedulers_per_sm, its own sub-partition alone)
+    # schedulers_per_sm, its own sub-partition alone), joined as own_on_path says
     lat0 = np.asarray(path_cycles(c, {**costs, "load": 0.0, "load_miss": 0.0}), dtype=f32)
     own = {res.name: work / s.warps_per_block * cyc * f32(costs["own_path"] if res.per_subpartition else 1)
            for work, cyc, res in s.per_block if res.name in s.path_pipes}
-    lat0 = (lat0 + sum(own.values())).astype(f32)
+    lat0 = (lat0 + own_on_path(own, s.own_join)).astype(f32)
     # an in-step miss (every resident block issues the load together) costs at least its step's bytes (K or V:
     # half of a step's K/V bytes) at the DRAM bandwidth
     own_bytes, kv_bytes = (np.asarray(b, dtype=f32) for b in step_bytes(c, s.grid, s.bpsm_safe, gpu.sm_count))
@@ -536,15 +550,16 @@ def _bound(times: dict, shape):
 
 def predict(c: Counts, mem, grid_blocks, threads, blocks_per_sm, gpu: GPUSpec, cal: Calibration,
             fit_key: str, serial: tuple = (), path_pipes: tuple = (), pipe_p: float = 0.0, cold: bool = True,
-            queued: bool = False) -> Timing:
+            queued: bool = False, own_join: float = 0.0) -> Timing:
     """Seconds for each launch. Computed in float32 (7 significant digits, far below the model's own error),
     which keeps a million-configuration sweep near a second. ``mem``: the DRAM traffic (model.memory);
     ``fit_key``: whose fitted path costs apply (Kernel.fit_key); ``pipe_p`` > 0: the pipes join one another by
     this p-norm before they join the path (Kernel.pipe_p); ``cold=False``: a kernel queued behind another in the
     same call, which finds its inputs in L2 (no cold start); ``queued``: its kernels (Counts.queued_ops and
     Counts.launches of them) each take at least what the probe's smallest queued kernel adds
-    (Calibration.queued_kernel_s)."""
-    s = _setup(c, grid_blocks, threads, blocks_per_sm, gpu, cal, fit_key, serial, path_pipes, pipe_p)
+    (Calibration.queued_kernel_s); ``own_join``: how a warp's own MUFU and FP32 work join on its path
+    (Kernel.own_join; own_on_path)."""
+    s = _setup(c, grid_blocks, threads, blocks_per_sm, gpu, cal, fit_key, serial, path_pipes, pipe_p, own_join)
     # the chip-wide resources; the DRAM row leaves out the burst and the DRAM time already on the path
     burst = burst_bytes(c, s.grid, s.bpsm_safe, gpu.sm_count)
     chip0 = {res.name: np.asarray(res.work(c, mem, cal) / res.rate(cal), dtype=np.float32)

@@ -64,11 +64,15 @@ def test_the_surplus_costs_least_where_sdpa_flash_runs(record):
 
 
 def test_the_model_on_the_record(record):
+    """Nothing fitted to these runs. fa2_tc's rows 2.6% off, the no-ftz build's 5.9%, SDPA flash's 4.8% (7.6%, 7.6%
+    and 2.9% before a forward warp's own MUFU and FP32 work overlapped on its path). The model prices the surplus
+    about right where a tile holds 16 rows a scheduler; at 32 it still prices it at two to three times what it
+    costs (d 32 128 x 128: 18.7% against 6.3%; 22.5% before)."""
     by_tile, overall = script("noftz_model").summary(record)
-    assert overall["fa2_tc"][1] < 0.035 and overall["fa2_tc"][3] < 0.10
-    # the model prices the surplus where the tile holds 64 rows; at 128-row tiles it prices it 2-4x too high
-    n, _, measured, predicted = by_tile[(32, 64, 64, 4)]
+    assert overall["fa2_tc"][1] < 0.03 and overall["fa2_tc"][3] < 0.10
+    assert overall["no-ftz build"][1] < 0.065 and overall["SDPA flash"][1] < 0.055
+    _, _, measured, predicted = by_tile[(32, 64, 64, 4)]
     assert abs(predicted - measured) < 0.04
     for t in ((32, 128, 128, 4), (32, 128, 64, 4), (64, 128, 64, 4)):
         _, _, measured, predicted = by_tile[t]
-        assert predicted > 2 * measured, (t, measured, predicted)
+        assert 1.8 * measured < predicted < 3.2 * measured, (t, measured, predicted)
