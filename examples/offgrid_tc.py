@@ -10,8 +10,9 @@ a model change was judged on it once (the tensor clock, research/notes/tensorcor
 "offgrid2/...". The third (*.offgrid3.csv: fp16, N in {896, 1792, 3584, 7168}; `gpu_run.sh offgrid3-tc`) judged the next
 change, the list-scheduling residual, by a rule stated before it was scored (research/notes/tensorcore.md); under
 "offgrid3/...". The fourth (*.offgrid4.csv: bf16) judged the wgmma group waits (its cuDNN rows) and a fit not shipped
-(its fa2_tc and SDPA flash rows), the fifth (*.offgrid5.csv: fp16 and bf16) the age-ordered tail, each once by a rule
-stated before; under "offgrid4/..." and "offgrid5/...".
+(its fa2_tc and SDPA flash rows), the fifth (*.offgrid5.csv: fp16 and bf16) the age-ordered tail, the sixth
+(*.offgrid6.csv: fp16 and bf16) a forward warp's own MUFU and FP32 work overlapping on its path, each once by a rule
+stated before; under "offgrid4/...", "offgrid5/..." and "offgrid6/...". No sealed set is left.
 Writes examples/benchmarks/offgrid_tc.json (``--print``: prints it only, as when scoring an older model:
 PYTHONPATH=<its package> python examples/offgrid_tc.py --print).
 Run from the repository root: python examples/offgrid_tc.py"""
@@ -46,7 +47,7 @@ def beside(evs: dict) -> dict:
 def compute() -> dict:
     out = {}
     for name, prefix in (("offgrid", ""), ("offgrid2", "offgrid2/"), ("offgrid3", "offgrid3/"),
-                         ("offgrid4", "offgrid4/"), ("offgrid5", "offgrid5/")):
+                         ("offgrid4", "offgrid4/"), ("offgrid5", "offgrid5/"), ("offgrid6", "offgrid6/")):
         score(name, prefix, out)
     out["command"] = "python examples/offgrid_tc.py"
     out["note"] = ("every row held out; predicted with the shipped calibrations (the H200: nothing fitted to its "
