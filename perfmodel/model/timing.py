@@ -178,8 +178,9 @@ def own_on_path(own: dict, own_join: float):
     """Cycles a warp's own work on its path_pipes (``own``: resource -> cycles) adds to its path: the pipes' times
     add, but with ``own_join`` > 0 (Kernel.own_join) its MUFU and FP32 work join by that p-norm. FP32 instructions
     that wait on nothing issue in the gaps MUFU.EX2's eight-cycle interval leaves: three more a score around each
-    exponential cost fa2_tc 6% of its time at 128 x 128 tiles, where adding them priced 22% (research/data/h200/
-    noftz; research/notes/known-gaps-log.md, 2026-12-02)."""
+    exponential cost fa2_tc 6% of its time at 128 x 128 tiles, where adding them priced 22% (joined, 19%: the rest
+    lies in how every warp's issue slots join the path; research/data/h200/noftz; research/notes/known-gaps-log.md,
+    2026-12-02)."""
     if own_join and "sfu" in own and "fp32" in own:
         rest = sum(v for k, v in own.items() if k not in ("sfu", "fp32"))
         return rest + _pnorm([own["sfu"], own["fp32"]], own_join)

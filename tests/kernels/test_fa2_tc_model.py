@@ -417,6 +417,30 @@ def test_the_joins_pipes_hold_the_other_warps_work(blocks, warps, sub, shared):
     assert timing.others_work(t, blocks * warps, (), spec) == t
 
 
+def test_a_forward_warps_own_mufu_and_fp32_work_overlap_on_its_path():
+    """On the path a warp's own pipe times add, but in the forward its MUFU and FP32 work join by the pipe-mix
+    probe's p (Kernel.own_join): FP32 work up to its MUFU work's adds little, and never less than the longer of
+    the two. The backward, and every kernel without own_join, adds them."""
+    from perfmodel.model import timing
+
+    own = {"tensor": 100.0, "sfu": 80.0, "fp32": 40.0, "smem": 30.0}
+    p = fa2_tc.FA2TC.own_join
+    assert p == fa2_tc.FA2TC.pipe_p == 5.0 and get("sdpa-flash").own_join == p and get("sdpa-cudnn").own_join == 0
+    joined = float(timing.own_on_path(own, p))
+    assert joined == pytest.approx(130 + (80 ** 5 + 40 ** 5) ** 0.2, rel=1e-6)
+    assert 130 + 80 < joined < 130 + 80 * 1.01
+    assert timing.own_on_path(own, 0.0) == sum(own.values())
+    assert timing.own_on_path({"tensor": 1.0, "fp32": 2.0}, p) == 3.0            # no MUFU work: nothing to join
+    spec, cal, p_fwd, _ = _fa2_tc_costs_and_timing((4, 16, 4096, 32, "bf16", False), fa2_tc.FA2TCTiles(128, 128, 4))
+    flat = type(get("fa2_tc"))()
+    flat.own_join = 0.0
+    from perfmodel.model import engine
+    from perfmodel.shape import make_shape
+    summed = engine.evaluate(spec, flat, make_shape(4, 16, 4096, 32, "bf16", False), fa2_tc.FA2TCTiles(128, 128, 4),
+                             cal)
+    assert float(summed.time_s) > float(p_fwd.time_s)
+
+
 def test_a_warps_own_work_lies_on_its_path_at_a_fitted_rate():
     """``own_path``: the rate at which a warp's own work on the path_pipes lies on its path, in multiples of the
     SM's. The committed fit (training split) finds it between the SM's rate (1) and the warp's own sub-partition's
