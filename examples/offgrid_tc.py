@@ -12,7 +12,8 @@ change, the list-scheduling residual, by a rule stated before it was scored (res
 "offgrid3/...". The fourth (*.offgrid4.csv: bf16) judged the wgmma group waits (its cuDNN rows) and a fit not shipped
 (its fa2_tc and SDPA flash rows), the fifth (*.offgrid5.csv: fp16 and bf16) the age-ordered tail, the sixth
 (*.offgrid6.csv: fp16 and bf16) a forward warp's own MUFU and FP32 work overlapping on its path, each once by a rule
-stated before; under "offgrid4/...", "offgrid5/..." and "offgrid6/...". No sealed set is left.
+stated before; under "offgrid4/...", "offgrid5/..." and "offgrid6/...". The seventh (*.offgrid7.csv, the H200 alone,
+2026-12-02) is sealed for the next change and not read here.
 Writes examples/benchmarks/offgrid_tc.json (``--print``: prints it only, as when scoring an older model:
 PYTHONPATH=<its package> python examples/offgrid_tc.py --print).
 Run from the repository root: python examples/offgrid_tc.py"""

@@ -5,7 +5,7 @@
 # first and new rows are appended to the copy; copy it back into the repo afterwards.
 #
 #   research/scripts/gpu_run.sh STEP [MAX_SECONDS]
-#   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | offgrid-tc | offgrid2-tc | offgrid3-tc | offgrid4-tc | offgrid5-tc | offgrid6-tc | repeat-tc | clocked-tc | power-check | sdpa-fresh | head-start-check
+#   STEP: smoke | probe | fa1 | fa2 | fa2_tc | sdpa-flash | sdpa-cudnn | retime-tc | offgrid-tc | offgrid2-tc | offgrid3-tc | offgrid4-tc | offgrid5-tc | offgrid6-tc | offgrid7-tc | repeat-tc | clocked-tc | power-check | sdpa-fresh | head-start-check
 #         | ncu | ncu-tc | ncu-dram | ncu-dram-band | ncu-dram-band2 | ncu-dram-repeat | ncu-dram-repeat-tc | bench-tc | probe-pipes | probe-fill | probe-clock | probe-coresident | probe-crowd | probe-l2-reuse | probe-l2-share | probe-l2-share-timed | probe-l2-share-fine | probe-l2-stream | probe-ldsm | lone-crowd
 #         | probe-wgmma | probe-wgmma-chain | probe-tensor-clock | probe-dispatch | probe-cold | probe-writeback | trace-tc | trace-tc-late | trace-tc-fair | trace-tc-phase | trace-tc-phase-cold | trace-tc-short | sdpa-kernels | sdpa-calls | ncu-stalls
 #         | ncu-sdpa-sass | ncu-flash-sass | ncu-combine-sass | ncu-combine-warm | sdpa-calls-splitkv | ncu-split-sass | ncu-flash-sass-bf16 | ncu-tc-sass | ncu-tc-sass-full | probe-icache | probe-power | sass-sm89 | sass-tc | all     (several steps: "research/scripts/gpu_run.sh 'retime-tc sdpa-fresh' 200")
@@ -66,8 +66,8 @@ case $step in
   sdpa-flash|sdpa-cudnn) measure $step examples/grids/$grids-sdpa.yaml ;;
   retime-tc)
     measure fa2_tc examples/grids/$grids-fa2_tc.yaml --retime-unstable ;;
-  offgrid-tc|offgrid2-tc|offgrid3-tc|offgrid4-tc|offgrid5-tc|offgrid6-tc)   # fa2_tc, SDPA flash and cuDNN at shapes outside the committed grids, into *.offgrid.csv
-                            # (offgrid2..6: the later sets, *.offgrid2.csv ... *.offgrid6.csv); resumes
+  offgrid-tc|offgrid2-tc|offgrid3-tc|offgrid4-tc|offgrid5-tc|offgrid6-tc|offgrid7-tc)   # fa2_tc, SDPA flash and cuDNN at shapes outside the committed grids, into *.offgrid.csv
+                            # (offgrid2..7: the later sets, *.offgrid2.csv ... *.offgrid7.csv; 7: H200 only); resumes
     set_=${step%-tc}
     for k in fa2_tc sdpa-flash sdpa-cudnn; do
       g=examples/grids/$grids-$set_-$([ $k = fa2_tc ] && echo tc || echo sdpa).yaml
