@@ -26,6 +26,12 @@ RUNS = 20
 
 
 def main(path):
+    run(path, {"fa2_tc_noftz": ("fa2_tc_noftz.cu", "noftz")}, TILES)
+
+
+def run(path, builds: dict, tiles):
+    """Check and time the measured build and each of ``builds`` (name -> (research/csrc source, tag); each module
+    defines fa2_tc_noftz_forward) at ``tiles``, with SDPA flash beside at its tiles; the record into ``path``."""
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -33,13 +39,16 @@ def main(path):
     from perfmodel.measure import bench, build, runner
 
     main_ext = build.load()
-    _, tool, ext = common.load_cuda("fa2_tc_noftz.cu", "noftz", deps=("fa2_tc.cu", "fa2_tc_ptx.cuh", "sm_timer.cuh"))
+    calls = {"fa2_tc": main_ext.fa2_tc_forward}
+    for name, (source, tag) in builds.items():
+        _, tool, ext = common.load_cuda(source, tag, deps=("fa2_tc_noftz.cu", "fa2_tc.cu", "fa2_tc_ptx.cuh",
+                                                           "sm_timer.cuh"))
+        calls[name] = ext.fa2_tc_noftz_forward
     dt = torch.bfloat16
-    calls = {"fa2_tc": main_ext.fa2_tc_forward, "fa2_tc_noftz": ext.fa2_tc_noftz_forward}
-    out = {"tiles": TILES, "dtype": DTYPE, "H": H, "runs": RUNS, "checks": [], "rows": []}
-
+    out = {"tiles": tiles, "builds": {k: v[0] for k, v in builds.items()}, "dtype": DTYPE, "H": H, "runs": RUNS,
+           "checks": [], "rows": []}
     gen = torch.Generator(device="cuda").manual_seed(20261202)
-    for d, Br, Bc, w in TILES:
+    for d, Br, Bc, w in tiles:
         for causal in (False, True):
             shape = (2, 4, 1000, d)
             Q, K, V = (torch.randn(shape, generator=gen, device="cuda", dtype=dt) for _ in range(3))
@@ -57,7 +66,7 @@ def main(path):
                     raise SystemExit(f"error: {name} d{d} {Br}x{Bc}/{w}w causal={int(causal)} fails the float64 check")
 
     bencher = bench.Bencher(torch)
-    for d, Br, Bc, w in TILES:
+    for d, Br, Bc, w in tiles:
         for N in NS:
             B = max(1, TOKENS // N)
             for causal in (False, True):
@@ -76,10 +85,9 @@ def main(path):
                        **{f"{k}_p80_ms": t.p80_ms for k, t in timed.items()},
                        "clock_mhz": timed["fa2_tc"].clock_before_mhz}
                 out["rows"].append(row)
-                ratio = row["fa2_tc_noftz_ms"] / row["fa2_tc_ms"]
-                flash = f", flash {row['sdpa-flash_ms']:.4f}" if "sdpa-flash_ms" in row else ""
+                others = ", ".join(f"{k} {row[k + '_ms'] / row['fa2_tc_ms']:.3f}x" for k in timed if k != "fa2_tc")
                 print(f"B{B} N{N} d{d} {Br}x{Bc}/{w}w causal={int(causal)}: fa2_tc {row['fa2_tc_ms']:.4f} ms, "
-                      f"noftz {row['fa2_tc_noftz_ms']:.4f} ({ratio:.3f}x){flash}", flush=True)
+                      f"{others}", flush=True)
         common.write_record(path, torch, tool, out, indent=1)     # after each tile: a cut-off run keeps its rows
 
 

@@ -92,6 +92,7 @@ using fa2tc_ptx::ldsm_x4;
 using fa2tc_ptx::ldsm_x4_t;
 using fa2tc_ptx::mma16816;
 using fa2tc_ptx::pack2;
+using fa2tc_ptx::scale_shift;
 using fa2tc_ptx::smem_addr;
 using fa2tc_ptx::load_tile;
 using fa2tc_ptx::step_off;
@@ -603,8 +604,8 @@ __global__ void __launch_bounds__(WARPS * 32)
                 float rs = 0.f;
 #pragma unroll
                 for (int j = 0; j < NS; ++j) {
-                    s[mi][j][2 * h] = ex2(fmaf(s[mi][j][2 * h], sl2, -ms));
-                    s[mi][j][2 * h + 1] = ex2(fmaf(s[mi][j][2 * h + 1], sl2, -ms));
+                    s[mi][j][2 * h] = ex2(scale_shift(s[mi][j][2 * h], sl2, ms));
+                    s[mi][j][2 * h + 1] = ex2(scale_shift(s[mi][j][2 * h + 1], sl2, ms));
                     rs += s[mi][j][2 * h] + s[mi][j][2 * h + 1];
                 }
                 l[mi][h] = l[mi][h] * alpha + rs;

@@ -81,6 +81,16 @@ __device__ __forceinline__ float ex2(float x) {
 }
 
 
+// A score scaled and shifted for ex2: x * sl2 - ms, one FFMA. Research build only (research/csrc/fa2_tc_flashexp.cu):
+// FlashAttention-2's FMUL then FADD, as its compiled loop has them.
+__device__ __forceinline__ float scale_shift(float x, float sl2, float ms) {
+#ifdef FA2TC_SPLIT_FMA
+    return __fadd_rn(__fmul_rn(x, sl2), -ms);
+#else
+    return fmaf(x, sl2, -ms);
+#endif
+}
+
 // XOR applied to the 16-byte chunk index of row r.
 template <int D>
 __device__ __forceinline__ int swz(int r) {
