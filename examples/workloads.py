@@ -57,6 +57,7 @@ def score(pred, meas, groups=None):
 
 def compute() -> dict:
     out = {}
+    predicted = {}                      # (kernel, part) -> (measurement set, predictions): head_dims reuses them
     for kernel in KERNELS:
         for part in ("infer", "bwd"):
             (ms,) = dataset.load([DATA / f"{kernel}.{part}.csv"])
@@ -64,6 +65,7 @@ def compute() -> dict:
             if kernel == "fa2_tc":                       # fitted on the H100's training split: score held-out rows
                 ms = ms.select(~training_mask(ms.rows))
             pred, _ = validate.predict_set(ms, spec, calibration.resolve(spec))
+            predicted[(kernel, part)] = ms, pred
             base = naive(ms, spec, kernel)
             c = ms.cols
             kinds = advice.workloads(c["Nq"], c["Nk"], c["H"], c["Hkv"], ms.mode)
@@ -74,22 +76,25 @@ def compute() -> dict:
                 out[f"{kernel}/{w}"] = {"model": score(pred[m], ms.measured_s[m], sub),
                                         "naive": score(base[m], ms.measured_s[m]),
                                         "split": "test" if kernel == "fa2_tc" else "all"}
-    out["head_dims"] = head_dims()
+    out["head_dims"] = head_dims(predicted)
     out["command"] = "python examples/workloads.py"
     out["naive"] = ("forward: max(useful FLOPs / datasheet peak, problem tensors / datasheet DRAM bandwidth); "
                     "backward: the model's forward x 2.5 (fwd_bwd: x 3.5)")
     return out
 
 
-def head_dims() -> dict:
+def head_dims(predicted: dict) -> dict:
     """The SDPA presets' forward rows by head dim: kernel -> d -> {decode, prefill (plain, grouped and cross)}; the
     inference sets' head dims, those of the head-dim check set (KERNEL.headdims.csv: d 48, 112, 160, 192, 200) and
-    the d = 32 check set's (KERNEL.d32.csv)."""
+    the d = 32 check set's (KERNEL.d32.csv). ``predicted``: sets compute() has predicted already, by (kernel, part)."""
     rows: dict = {}                     # (kernel, d, workload) -> [(predicted, measured) arrays]
     for kernel, part in ((k, p) for k in KERNELS[1:] for p in ("infer", "headdims", "d32")):
-        (ms,) = dataset.load([DATA / f"{kernel}.{part}.csv"])
-        spec = gpu_mod.match_device_name(ms.gpu_name)
-        pred, _ = validate.predict_set(ms, spec, calibration.resolve(spec))
+        if (kernel, part) in predicted:
+            ms, pred = predicted[(kernel, part)]
+        else:
+            (ms,) = dataset.load([DATA / f"{kernel}.{part}.csv"])
+            spec = gpu_mod.match_device_name(ms.gpu_name)
+            pred, _ = validate.predict_set(ms, spec, calibration.resolve(spec))
         c = ms.cols
         decode = advice.workloads(c["Nq"], c["Nk"], c["H"], c["Hkv"], ms.mode) == "decode"
         for d in sorted(set(c["d"].tolist())):
